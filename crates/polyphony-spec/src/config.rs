@@ -1,0 +1,163 @@
+//! A network configuration in physical units: what actuators apply and models evaluate.
+
+use crate::{Bytes, Dscp, Packets, SpecError};
+use serde::{Deserialize, Serialize};
+
+/// The knobs of one traffic class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassConfig {
+    /// The class these knobs belong to.
+    pub dscp: Dscp,
+    /// Scheduling weight: this class's guaranteed share of a congested port. The weights of all
+    /// classes lie on the simplex (positive, summing to 1).
+    pub weight: f64,
+    /// ECN marking threshold K: a packet is CE-marked when the class queue exceeds K bytes
+    /// (where the marker is time based, the sojourn threshold is K·8/C for port rate C).
+    pub ecn_threshold: Bytes,
+    /// Initial congestion window of the class's connections.
+    pub init_cwnd: Packets,
+    /// Per-class queue limit at a port, if the class has its own buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<Bytes>,
+}
+
+/// A whole network configuration: per-class knobs plus per-port settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// One entry per class, in the scenario's class order.
+    pub classes: Vec<ClassConfig>,
+    /// Shared buffer of each switch port, if limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_buffer: Option<Bytes>,
+}
+
+/// Tolerance on the sum of the weights.
+pub const WEIGHT_SUM_TOLERANCE: f64 = 1e-6;
+
+impl NetworkConfig {
+    /// The knobs of class `dscp`.
+    pub fn class(&self, dscp: Dscp) -> Option<&ClassConfig> {
+        self.classes.iter().find(|c| c.dscp == dscp)
+    }
+
+    /// Checks that this configuration can be applied: weights on the simplex, K > 0,
+    /// initcwnd ≥ 1, buffers > 0, no class twice. The error names the class and the knob.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.classes.is_empty() {
+            return Err(SpecError::invalid(
+                "classes",
+                "[]",
+                "a configuration needs at least one class",
+            ));
+        }
+        let mut sum = 0.0;
+        for (i, c) in self.classes.iter().enumerate() {
+            let who = format!("class {} (DSCP {})", c.dscp.name(), c.dscp);
+            if self.classes[..i].iter().any(|o| o.dscp == c.dscp) {
+                return Err(SpecError::invalid(who, c.dscp, "class configured twice"));
+            }
+            if !(c.weight.is_finite() && c.weight > 0.0 && c.weight <= 1.0) {
+                return Err(SpecError::invalid(
+                    format!("{who}.weight"),
+                    c.weight,
+                    "a scheduling weight is a share in (0, 1]",
+                ));
+            }
+            sum += c.weight;
+            if c.ecn_threshold.0 == 0 {
+                return Err(SpecError::invalid(
+                    format!("{who}.ecn_threshold"),
+                    c.ecn_threshold,
+                    "the ECN threshold K must be positive",
+                ));
+            }
+            if c.init_cwnd.0 == 0 {
+                return Err(SpecError::invalid(
+                    format!("{who}.init_cwnd"),
+                    c.init_cwnd,
+                    "the initial congestion window must be at least 1 packet",
+                ));
+            }
+            if c.buffer == Some(Bytes(0)) {
+                return Err(SpecError::invalid(
+                    format!("{who}.buffer"),
+                    "0 B",
+                    "a class buffer must be positive",
+                ));
+            }
+        }
+        if (sum - 1.0).abs() > WEIGHT_SUM_TOLERANCE {
+            return Err(SpecError::invalid(
+                "weights",
+                sum,
+                "the class weights must sum to 1 (they are shares of the port)",
+            ));
+        }
+        if self.port_buffer == Some(Bytes(0)) {
+            return Err(SpecError::invalid(
+                "port_buffer",
+                "0 B",
+                "a port buffer must be positive",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Equal weights, the given K and initcwnd for every class.
+    pub fn uniform(dscps: &[Dscp], ecn_threshold: Bytes, init_cwnd: Packets) -> NetworkConfig {
+        let w = 1.0 / dscps.len().max(1) as f64;
+        NetworkConfig {
+            classes: dscps
+                .iter()
+                .map(|&dscp| ClassConfig {
+                    dscp,
+                    weight: w,
+                    ecn_threshold,
+                    init_cwnd,
+                    buffer: None,
+                })
+                .collect(),
+            port_buffer: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> NetworkConfig {
+        NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21, Dscp::AF31], Bytes(30_000), Packets(10))
+    }
+
+    #[test]
+    fn uniform_is_valid() {
+        assert_eq!(cfg().validate(), Ok(()));
+    }
+
+    #[test]
+    fn weights_off_the_simplex_are_rejected() {
+        let mut c = cfg();
+        c.classes[0].weight = 0.9;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.starts_with("weights"), "{e}");
+    }
+
+    #[test]
+    fn zero_k_names_class_and_knob() {
+        let mut c = cfg();
+        c.classes[1].ecn_threshold = Bytes(0);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("AF21") && e.contains("ecn_threshold"), "{e}");
+    }
+
+    #[test]
+    fn zero_initcwnd_names_class_and_knob() {
+        let mut c = cfg();
+        c.classes[2].init_cwnd = Packets(0);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("AF31") && e.contains("init_cwnd"), "{e}");
+    }
+}

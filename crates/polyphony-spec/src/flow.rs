@@ -1,0 +1,246 @@
+//! Flows and workloads, and the captured-trace formats (JSON lines, CSV).
+
+use crate::{Bytes, Dscp, Nanos, SpecError};
+use serde::{Deserialize, Serialize};
+
+/// A flow's identifier, unique within a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FlowId(pub u64);
+
+/// A host's index in a topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct HostId(pub u32);
+
+/// One flow: a transfer of `size` bytes from `src` to `dst` in class `dscp`, starting at `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    /// Identifier.
+    pub id: FlowId,
+    /// Sending host.
+    pub src: HostId,
+    /// Receiving host.
+    pub dst: HostId,
+    /// Traffic class.
+    pub dscp: Dscp,
+    /// Bytes of application payload.
+    pub size: Bytes,
+    /// Arrival time, relative to the start of the workload.
+    pub start: Nanos,
+    /// Statistical weight of this record (1 unless the trace was downsampled: a flow kept with
+    /// probability p carries weight 1/p).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub weight: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn is_one(w: &f64) -> bool {
+    *w == 1.0
+}
+
+/// A workload: flows sorted by start time, over a span of time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Workload {
+    /// Flows, sorted by `start`.
+    pub flows: Vec<Flow>,
+    /// The span the flows were drawn over (≥ the last start).
+    pub duration: Nanos,
+}
+
+impl Workload {
+    /// Builds a workload: sorts by start, checks sizes and endpoints and weights, and sets
+    /// `duration` to at least the last start.
+    pub fn new(mut flows: Vec<Flow>, duration: Nanos) -> Result<Workload, SpecError> {
+        for f in &flows {
+            if f.size.0 == 0 {
+                return Err(SpecError::invalid(
+                    format!("flow {}.size", f.id.0),
+                    0,
+                    "a flow carries at least one byte",
+                ));
+            }
+            if f.src == f.dst {
+                return Err(SpecError::invalid(
+                    format!("flow {}.dst", f.id.0),
+                    f.dst.0,
+                    "source and destination are the same host",
+                ));
+            }
+            if !(f.weight.is_finite() && f.weight > 0.0) {
+                return Err(SpecError::invalid(
+                    format!("flow {}.weight", f.id.0),
+                    f.weight,
+                    "weights are positive",
+                ));
+            }
+        }
+        flows.sort_by_key(|f| (f.start, f.id));
+        let last = flows.last().map(|f| f.start).unwrap_or_default();
+        Ok(Workload {
+            duration: duration.max(last),
+            flows,
+        })
+    }
+
+    /// Parses a trace in JSON lines, one [`Flow`] object a line (blank lines and lines starting
+    /// with `#` are skipped). Errors give the 1-based line number.
+    pub fn from_jsonl(text: &str, source_name: &str) -> Result<Workload, SpecError> {
+        let mut flows = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let l = line.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            let f: Flow = serde_json::from_str(l).map_err(|e| SpecError::Parse {
+                source_name: source_name.into(),
+                line: i + 1,
+                why: e.to_string(),
+            })?;
+            flows.push(f);
+        }
+        Workload::new(flows, Nanos(0))
+    }
+
+    /// Renders the workload as JSON lines (the inverse of [`Workload::from_jsonl`]).
+    pub fn to_jsonl(&self) -> String {
+        let mut s = String::new();
+        for f in &self.flows {
+            // A Flow always serialises: it holds only numbers.
+            if let Ok(l) = serde_json::to_string(f) {
+                s.push_str(&l);
+                s.push('\n');
+            }
+        }
+        s
+    }
+
+    /// Parses a CSV trace with the header `id,src,dst,dscp,size,start[,weight]` (sizes in bytes,
+    /// start in ns). Errors give the 1-based line number.
+    pub fn from_csv(text: &str, source_name: &str) -> Result<Workload, SpecError> {
+        let perr = |line: usize, why: String| SpecError::Parse {
+            source_name: source_name.into(),
+            line,
+            why,
+        };
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
+        let (hl, header) = lines
+            .next()
+            .ok_or_else(|| perr(1, "empty trace: expected a header line".into()))?;
+        let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+        let expected = ["id", "src", "dst", "dscp", "size", "start"];
+        if cols.len() < 6 || cols[..6] != expected || (cols.len() == 7 && cols[6] != "weight") || cols.len() > 7 {
+            return Err(perr(
+                hl + 1,
+                format!("header is {header:?}; expected \"id,src,dst,dscp,size,start[,weight]\""),
+            ));
+        }
+        let mut flows = Vec::new();
+        for (i, l) in lines {
+            let v: Vec<&str> = l.split(',').map(str::trim).collect();
+            if v.len() != cols.len() {
+                return Err(perr(i + 1, format!("{} fields, expected {}", v.len(), cols.len())));
+            }
+            let num = |k: usize| -> Result<u64, SpecError> {
+                v[k].parse::<u64>()
+                    .map_err(|e| perr(i + 1, format!("{} = {:?}: {e}", cols[k], v[k])))
+            };
+            let dscp_raw = num(3)?;
+            let dscp = u8::try_from(dscp_raw)
+                .ok()
+                .and_then(|d| Dscp::new(d).ok())
+                .ok_or_else(|| perr(i + 1, format!("dscp = {dscp_raw}: use 0..=63")))?;
+            let weight = if cols.len() == 7 {
+                v[6].parse::<f64>()
+                    .map_err(|e| perr(i + 1, format!("weight = {:?}: {e}", v[6])))?
+            } else {
+                1.0
+            };
+            let host = |k: usize| -> Result<HostId, SpecError> {
+                let n = num(k)?;
+                u32::try_from(n)
+                    .map(HostId)
+                    .map_err(|_| perr(i + 1, format!("{} = {n}: too large", cols[k])))
+            };
+            flows.push(Flow {
+                id: FlowId(num(0)?),
+                src: host(1)?,
+                dst: host(2)?,
+                dscp,
+                size: Bytes(num(4)?),
+                start: Nanos(num(5)?),
+                weight,
+            });
+        }
+        Workload::new(flows, Nanos(0))
+    }
+
+    /// Offered load of class `dscp` in bits per second over `duration` (weights applied).
+    pub fn offered_bps(&self, dscp: Dscp) -> f64 {
+        if self.duration.0 == 0 {
+            return 0.0;
+        }
+        let bytes: f64 = self
+            .flows
+            .iter()
+            .filter(|f| f.dscp == dscp)
+            .map(|f| f.size.0 as f64 * f.weight)
+            .sum();
+        bytes * 8.0 / self.duration.as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(id: u64, start: u64) -> Flow {
+        Flow {
+            id: FlowId(id),
+            src: HostId(0),
+            dst: HostId(3),
+            dscp: Dscp::AF11,
+            size: Bytes(1000),
+            start: Nanos(start),
+            weight: 1.0,
+        }
+    }
+
+    #[test]
+    fn jsonl_round_trip_and_sorting() {
+        let w = Workload::new(vec![flow(2, 50), flow(1, 10)], Nanos(100)).unwrap();
+        assert_eq!(w.flows[0].id, FlowId(1));
+        let back = Workload::from_jsonl(&w.to_jsonl(), "t").unwrap();
+        assert_eq!(back.flows, w.flows);
+    }
+
+    #[test]
+    fn jsonl_error_names_line() {
+        let text = "{\"id\":1,\"src\":0,\"dst\":1,\"dscp\":10,\"size\":5,\"start\":0}\n{\"id\":2}\n";
+        let e = Workload::from_jsonl(text, "trace.jsonl").unwrap_err().to_string();
+        assert!(e.starts_with("trace.jsonl:2:"), "{e}");
+    }
+
+    #[test]
+    fn csv_parses_and_rejects_bad_dscp() {
+        let ok = "id,src,dst,dscp,size,start\n1,0,3,10,1500,0\n2,1,3,18,3000,100\n";
+        let w = Workload::from_csv(ok, "t.csv").unwrap();
+        assert_eq!(w.flows.len(), 2);
+        let bad = "id,src,dst,dscp,size,start\n1,0,3,99,1500,0\n";
+        let e = Workload::from_csv(bad, "t.csv").unwrap_err().to_string();
+        assert!(e.contains("t.csv:2") && e.contains("dscp = 99"), "{e}");
+    }
+
+    #[test]
+    fn zero_size_is_rejected() {
+        let mut f = flow(1, 0);
+        f.size = Bytes(0);
+        assert!(Workload::new(vec![f], Nanos(0)).is_err());
+    }
+}

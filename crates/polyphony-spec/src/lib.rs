@@ -1,0 +1,31 @@
+//! The shared vocabulary of Polyphony.
+//!
+//! Every crate of the workspace speaks in these types at its boundary: physical units as
+//! newtypes ([`Bytes`], [`Nanos`], [`BitsPerSec`], [`Packets`]), traffic classes and their
+//! objectives ([`TrafficClass`], [`Slo`]), the knob space and a physical network configuration
+//! ([`KnobSpace`], [`NetworkConfig`]), flows and workloads ([`Flow`], [`Workload`]), the
+//! measured or predicted service-level indicators ([`ClassSli`], [`SliVector`]), the one shared
+//! definition of an ideal (unloaded) flow-completion time ([`IdealFct`]) and scenarios
+//! ([`Scenario`]).
+//!
+//! This crate holds data and the rules that make data valid; it performs no I/O. Parsing
+//! helpers take strings, so the caller decides where the bytes come from.
+#![warn(missing_docs)]
+
+mod class;
+mod config;
+mod error;
+mod flow;
+mod knobs;
+mod scenario;
+mod sli;
+mod units;
+
+pub use class::{Dscp, Slo, TrafficClass};
+pub use config::{ClassConfig, NetworkConfig};
+pub use error::SpecError;
+pub use flow::{Flow, FlowId, HostId, Workload};
+pub use knobs::{KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
+pub use scenario::{ClassMix, LoadPhase, Scenario, TopologySpec};
+pub use sli::{percentile, ClassSli, FlowOutcome, IdealFct, SliVector};
+pub use units::{BitsPerSec, Bytes, Nanos, Packets};

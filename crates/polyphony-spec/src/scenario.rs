@@ -1,0 +1,390 @@
+//! Scenarios: a topology, the traffic classes with their objectives, and the workload mix.
+//!
+//! Scenarios are TOML files under `configs/scenarios/`. [`Scenario::from_toml`] parses and
+//! validates one; every error names the key (`mix[2].load`) and the offending value.
+
+use crate::class::validate_classes;
+use crate::{BitsPerSec, Dscp, Nanos, NetworkConfig, SpecError, TrafficClass};
+use serde::{Deserialize, Serialize};
+
+/// The network's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologySpec {
+    /// `senders` hosts → one switch → one receiver; the switch's port to the receiver is the
+    /// bottleneck. Hosts are numbered senders `0..senders`, receiver `senders`.
+    Dumbbell {
+        /// Number of sending hosts.
+        senders: u32,
+        /// Rate of every link, in Mbit/s.
+        rate_mbps: f64,
+        /// One-way propagation delay of every link, in µs.
+        link_delay_us: f64,
+    },
+    /// A two-tier leaf-spine: `racks` leaves with `hosts_per_rack` hosts each, every leaf
+    /// connected to every spine. Hosts are numbered rack-major.
+    LeafSpine {
+        /// Number of racks (leaf switches).
+        racks: u32,
+        /// Hosts per rack.
+        hosts_per_rack: u32,
+        /// Number of spine switches.
+        spines: u32,
+        /// Host ↔ leaf link rate, in Mbit/s.
+        host_rate_mbps: f64,
+        /// Leaf ↔ spine link rate, in Mbit/s.
+        fabric_rate_mbps: f64,
+        /// One-way propagation delay of every link, in µs.
+        link_delay_us: f64,
+    },
+}
+
+impl TopologySpec {
+    /// The rate that offered loads are fractions of: the dumbbell's bottleneck link, or the
+    /// leaf-spine's host link.
+    pub fn reference_rate(&self) -> BitsPerSec {
+        let mbps = match self {
+            TopologySpec::Dumbbell { rate_mbps, .. } => *rate_mbps,
+            TopologySpec::LeafSpine { host_rate_mbps, .. } => *host_rate_mbps,
+        };
+        BitsPerSec((mbps * 1e6).round() as u64)
+    }
+    /// Total number of hosts.
+    pub fn hosts(&self) -> u32 {
+        match self {
+            TopologySpec::Dumbbell { senders, .. } => senders + 1,
+            TopologySpec::LeafSpine {
+                racks, hosts_per_rack, ..
+            } => racks * hosts_per_rack,
+        }
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        let pos = |k: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(SpecError::invalid(
+                    format!("topology.{k}"),
+                    v,
+                    "must be a positive number",
+                ))
+            }
+        };
+        let nonneg = |k: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(SpecError::invalid(
+                    format!("topology.{k}"),
+                    v,
+                    "must be zero or positive",
+                ))
+            }
+        };
+        let count = |k: &str, v: u32, lo: u32, hi: u32| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(SpecError::invalid(
+                    format!("topology.{k}"),
+                    v,
+                    format!("must be in {lo}..={hi}"),
+                ))
+            }
+        };
+        match self {
+            TopologySpec::Dumbbell {
+                senders,
+                rate_mbps,
+                link_delay_us,
+            } => {
+                count("senders", *senders, 1, 64)?;
+                pos("rate_mbps", *rate_mbps)?;
+                nonneg("link_delay_us", *link_delay_us)
+            }
+            TopologySpec::LeafSpine {
+                racks,
+                hosts_per_rack,
+                spines,
+                host_rate_mbps,
+                fabric_rate_mbps,
+                link_delay_us,
+            } => {
+                count("racks", *racks, 1, 256)?;
+                count("hosts_per_rack", *hosts_per_rack, 1, 64)?;
+                count("spines", *spines, 1, 64)?;
+                pos("host_rate_mbps", *host_rate_mbps)?;
+                pos("fabric_rate_mbps", *fabric_rate_mbps)?;
+                nonneg("link_delay_us", *link_delay_us)
+            }
+        }
+    }
+}
+
+/// How one class's traffic is generated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassMix {
+    /// The class.
+    pub dscp: Dscp,
+    /// Name of a flow-size CDF under `models/cdf/` (without the extension), e.g. `meta-cache`.
+    pub size_cdf: String,
+    /// Offered load as a fraction of the reference rate (0.2 = 20 %).
+    pub load: f64,
+    /// σ of the log-normal inter-arrival distribution (the paper: 2 for bursty traffic).
+    #[serde(default = "default_sigma")]
+    pub sigma: f64,
+}
+
+fn default_sigma() -> f64 {
+    2.0
+}
+
+/// A phase of an adaptation run: per-class loads (in class-mix order) held for a duration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadPhase {
+    /// How long the phase lasts, in seconds.
+    pub duration_s: f64,
+    /// Load of each class in `mix` order, as fractions of the reference rate.
+    pub loads: Vec<f64>,
+}
+
+/// A complete scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name.
+    pub name: String,
+    /// What the scenario represents and where its numbers come from.
+    #[serde(default)]
+    pub description: String,
+    /// Seed of every random choice made for this scenario.
+    #[serde(default)]
+    pub seed: u64,
+    /// Length of one measurement interval, in seconds of network time.
+    pub interval_s: f64,
+    /// The network.
+    pub topology: TopologySpec,
+    /// Traffic classes with their objectives.
+    pub classes: Vec<TrafficClass>,
+    /// Workload of each class.
+    pub mix: Vec<ClassMix>,
+    /// Optional load phases (adaptation study); empty means the mix's loads throughout.
+    #[serde(default)]
+    pub phases: Vec<LoadPhase>,
+    /// Optional configuration to start from.
+    #[serde(default)]
+    pub initial: Option<NetworkConfig>,
+}
+
+impl Scenario {
+    /// Parses and validates a scenario from TOML text. `source_name` names the text in errors.
+    pub fn from_toml(text: &str, source_name: &str) -> Result<Scenario, SpecError> {
+        let s: Scenario = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|r| text[..r.start.min(text.len())].matches('\n').count() + 1)
+                .unwrap_or(0);
+            SpecError::Parse {
+                source_name: source_name.into(),
+                line,
+                why: e.message().to_string(),
+            }
+        })?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Renders the scenario as TOML.
+    pub fn to_toml(&self) -> Result<String, SpecError> {
+        toml::to_string_pretty(self).map_err(|e| SpecError::invalid("scenario", &self.name, e.to_string()))
+    }
+
+    /// The class DSCPs in declaration order.
+    pub fn dscps(&self) -> Vec<Dscp> {
+        self.classes.iter().map(|c| c.dscp).collect()
+    }
+
+    /// The measurement interval.
+    pub fn interval(&self) -> Nanos {
+        Nanos::from_secs_f64(self.interval_s)
+    }
+
+    /// Checks every rule; the error names the key and the value.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.name.trim().is_empty() {
+            return Err(SpecError::invalid("name", "\"\"", "give the scenario a name"));
+        }
+        if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= 3600.0) {
+            return Err(SpecError::invalid(
+                "interval_s",
+                self.interval_s,
+                "must be in (0, 3600] seconds",
+            ));
+        }
+        self.topology.validate()?;
+        validate_classes(&self.classes, "classes")?;
+        let mut total = 0.0;
+        for (i, m) in self.mix.iter().enumerate() {
+            let f = format!("mix[{i}]");
+            if !self.classes.iter().any(|c| c.dscp == m.dscp) {
+                return Err(SpecError::invalid(
+                    format!("{f}.dscp"),
+                    m.dscp,
+                    "no class declares this DSCP: add it to [[classes]]",
+                ));
+            }
+            if self.mix[..i].iter().any(|o| o.dscp == m.dscp) {
+                return Err(SpecError::invalid(
+                    format!("{f}.dscp"),
+                    m.dscp,
+                    "this class already has a mix entry",
+                ));
+            }
+            if m.size_cdf.trim().is_empty() || m.size_cdf.contains(['/', '\\']) || m.size_cdf.starts_with('.') {
+                return Err(SpecError::invalid(
+                    format!("{f}.size_cdf"),
+                    &m.size_cdf,
+                    "name a CDF under models/cdf/ without directory or extension, e.g. \"meta-cache\"",
+                ));
+            }
+            check_load(&format!("{f}.load"), m.load)?;
+            total += m.load;
+            if !(m.sigma.is_finite() && m.sigma > 0.0 && m.sigma <= 5.0) {
+                return Err(SpecError::invalid(format!("{f}.sigma"), m.sigma, "σ must be in (0, 5]"));
+            }
+        }
+        if self.mix.is_empty() {
+            return Err(SpecError::invalid("mix", "[]", "give at least one class a workload"));
+        }
+        check_total("mix", total)?;
+        for (p, ph) in self.phases.iter().enumerate() {
+            let f = format!("phases[{p}]");
+            if !(ph.duration_s.is_finite() && ph.duration_s > 0.0) {
+                return Err(SpecError::invalid(
+                    format!("{f}.duration_s"),
+                    ph.duration_s,
+                    "must be positive",
+                ));
+            }
+            if ph.loads.len() != self.mix.len() {
+                return Err(SpecError::invalid(
+                    format!("{f}.loads"),
+                    format!("{} values", ph.loads.len()),
+                    format!("give one load per mix entry ({})", self.mix.len()),
+                ));
+            }
+            for (i, &l) in ph.loads.iter().enumerate() {
+                check_load(&format!("{f}.loads[{i}]"), l)?;
+            }
+            check_total(&format!("{f}.loads"), ph.loads.iter().sum())?;
+        }
+        if let Some(init) = &self.initial {
+            init.validate().map_err(|e| match e {
+                SpecError::Invalid { field, value, why } => SpecError::Invalid {
+                    field: format!("initial.{field}"),
+                    value,
+                    why,
+                },
+                other => other,
+            })?;
+            if init.classes.len() != self.classes.len() || self.classes.iter().any(|c| init.class(c.dscp).is_none()) {
+                return Err(SpecError::invalid(
+                    "initial.classes",
+                    format!("{} classes", init.classes.len()),
+                    "configure exactly the scenario's classes",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_load(field: &str, l: f64) -> Result<(), SpecError> {
+    if l.is_finite() && (0.0..=1.0).contains(&l) {
+        Ok(())
+    } else {
+        Err(SpecError::invalid(
+            field,
+            l,
+            "a load is a fraction of the link rate in [0, 1]",
+        ))
+    }
+}
+
+fn check_total(field: &str, total: f64) -> Result<(), SpecError> {
+    if total < 1.0 {
+        Ok(())
+    } else {
+        Err(SpecError::invalid(
+            field,
+            total,
+            "the loads add up to 100 % or more of the link: the network could never drain",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REF: &str = r#"
+name = "reference"
+seed = 7
+interval_s = 12.0
+[topology]
+kind = "dumbbell"
+senders = 3
+rate_mbps = 100
+link_delay_us = 5
+[[classes]]
+name = "AF11"
+dscp = 10
+slo = { max_slowdown = 11.0 }
+[[classes]]
+name = "AF21"
+dscp = 18
+slo = { max_slowdown = 15.0 }
+[[mix]]
+dscp = 10
+size_cdf = "meta-cache"
+load = 0.2
+[[mix]]
+dscp = 18
+size_cdf = "meta-web"
+load = 0.2
+"#;
+
+    #[test]
+    fn parses_the_reference_shape() {
+        let s = Scenario::from_toml(REF, "ref.toml").unwrap();
+        assert_eq!(s.dscps(), vec![Dscp::AF11, Dscp::AF21]);
+        assert_eq!(s.topology.reference_rate(), BitsPerSec::from_mbps(100));
+        assert_eq!(s.mix[0].sigma, 2.0);
+        let again = Scenario::from_toml(&s.to_toml().unwrap(), "again").unwrap();
+        assert_eq!(again, s);
+    }
+
+    #[test]
+    fn overload_names_the_key() {
+        let bad = REF.replace("load = 0.2\n[[mix]]", "load = 0.9\n[[mix]]");
+        let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
+        assert!(e.starts_with("mix = 1.1"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_gives_line() {
+        let bad = REF.replace("seed = 7", "seed = 7\nsede = 8");
+        let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
+        assert!(e.starts_with("ref.toml:4:") && e.contains("sede"), "{e}");
+    }
+
+    #[test]
+    fn mix_for_undeclared_class_is_rejected() {
+        let bad = REF.replace("dscp = 18\nsize_cdf", "dscp = 26\nsize_cdf");
+        let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
+        assert!(e.starts_with("mix[1].dscp = 26"), "{e}");
+    }
+}

@@ -1,0 +1,3 @@
+//! The polyphony binary: daemon, CLI, metrics, HTTP API, configuration and state persistence.
+
+fn main() {}
