@@ -1,0 +1,262 @@
+//! Flow-size distributions: parsing, validating and sampling the CDF files under `models/cdf/`.
+//!
+//! # File format (`models/cdf/<name>.cdf`)
+//!
+//! ```text
+//! # source: <paper, venue, figure>          (at least one `# source:` line is required)
+//! # any other comment line
+//! <size in bytes> <cumulative probability>   (one point per line, whitespace separated)
+//! ```
+//!
+//! Sizes are positive integers and strictly increase; probabilities lie in (0, 1], never
+//! decrease, and the last one is exactly 1. Sampling is by inverse transform with linear
+//! interpolation of the size between consecutive points; the first point is an atom (all
+//! probability mass up to its probability sits at its size). This module reads only the text it
+//! is handed, or a file named by the caller.
+
+use crate::error::ModelError;
+use rand::Rng;
+use std::path::{Path, PathBuf};
+
+/// A validated piecewise-linear flow-size CDF.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeCdf {
+    name: String,
+    source: String,
+    sizes: Vec<f64>,
+    probs: Vec<f64>,
+}
+
+impl SizeCdf {
+    /// Parses CDF text. `source_name` names the text in errors (e.g. the file path).
+    pub fn parse(text: &str, source_name: &str) -> Result<SizeCdf, ModelError> {
+        let err = |line: usize, why: String| ModelError::Cdf {
+            source_name: source_name.to_string(),
+            line,
+            why,
+        };
+        let mut source = Vec::new();
+        let mut sizes: Vec<f64> = Vec::new();
+        let mut probs: Vec<f64> = Vec::new();
+        let mut last_line = 0;
+        for (i, raw) in text.lines().enumerate() {
+            let ln = i + 1;
+            let l = raw.trim();
+            if l.is_empty() {
+                continue;
+            }
+            if let Some(c) = l.strip_prefix('#') {
+                if let Some(s) = c.trim().strip_prefix("source:") {
+                    source.push(s.trim().to_string());
+                }
+                continue;
+            }
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() != 2 {
+                return Err(err(
+                    ln,
+                    format!("{l:?}: expected two fields \"<size bytes> <cumulative probability>\""),
+                ));
+            }
+            let size: f64 = f[0]
+                .parse()
+                .map_err(|e| err(ln, format!("size {:?} is not a number: {e}", f[0])))?;
+            let p: f64 = f[1]
+                .parse()
+                .map_err(|e| err(ln, format!("probability {:?} is not a number: {e}", f[1])))?;
+            if !size.is_finite() || size <= 0.0 {
+                return Err(err(ln, format!("size {size} must be a positive number of bytes")));
+            }
+            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
+                return Err(err(ln, format!("probability {p} must lie in (0, 1]")));
+            }
+            if let (Some(&ps), Some(&pp)) = (sizes.last(), probs.last()) {
+                if size <= ps {
+                    return Err(err(
+                        ln,
+                        format!("size {size} does not increase (previous point {ps}): sort the points by size"),
+                    ));
+                }
+                if p < pp {
+                    return Err(err(
+                        ln,
+                        format!("probability {p} decreases (previous point {pp}): a CDF never decreases"),
+                    ));
+                }
+            }
+            sizes.push(size);
+            probs.push(p);
+            last_line = ln;
+        }
+        if sizes.is_empty() {
+            return Err(err(
+                0,
+                "no data points: add lines \"<size bytes> <cumulative probability>\"".into(),
+            ));
+        }
+        if let Some(&p) = probs.last() {
+            if (p - 1.0).abs() > 1e-9 {
+                return Err(err(
+                    last_line,
+                    format!("the CDF ends at {p}, not at 1: the last point must have probability 1"),
+                ));
+            }
+        }
+        if source.is_empty() {
+            return Err(err(
+                0,
+                "no \"# source: ...\" header line: name the published source (paper, figure)".into(),
+            ));
+        }
+        let name = Path::new(source_name)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| source_name.to_string());
+        Ok(SizeCdf {
+            name,
+            source: source.join("; "),
+            sizes,
+            probs,
+        })
+    }
+
+    /// Reads and parses a CDF file.
+    pub fn load(path: &Path) -> Result<SizeCdf, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        SizeCdf::parse(&text, &path.display().to_string())
+    }
+
+    /// Loads `<dir>/<name>.cdf`; `name` must be a bare name (no directory, no extension).
+    pub fn load_named(dir: &Path, name: &str) -> Result<SizeCdf, ModelError> {
+        if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+            return Err(ModelError::invalid(
+                "size_cdf",
+                name,
+                "name a CDF under models/cdf/ without directory or extension",
+            ));
+        }
+        SizeCdf::load(&dir.join(format!("{name}.cdf")))
+    }
+
+    /// The CDF's name (the file stem).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The published source named in the file's header.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Mean flow size in bytes under the interpolated distribution.
+    pub fn mean(&self) -> f64 {
+        let mut m = self.probs[0] * self.sizes[0];
+        for i in 1..self.sizes.len() {
+            m += (self.probs[i] - self.probs[i - 1]) * (self.sizes[i - 1] + self.sizes[i]) / 2.0;
+        }
+        m
+    }
+
+    /// The size at cumulative probability `u` in [0, 1] (inverse CDF, linear interpolation).
+    pub fn quantile(&self, u: f64) -> f64 {
+        let u = u.clamp(0.0, 1.0);
+        let i = self.probs.partition_point(|&p| p < u);
+        if i == 0 {
+            return self.sizes[0];
+        }
+        if i >= self.sizes.len() {
+            return self.sizes[self.sizes.len() - 1];
+        }
+        let (p0, p1) = (self.probs[i - 1], self.probs[i]);
+        let (x0, x1) = (self.sizes[i - 1], self.sizes[i]);
+        if p1 <= p0 {
+            return x1;
+        }
+        x0 + (x1 - x0) * (u - p0) / (p1 - p0)
+    }
+
+    /// Draws one flow size in whole bytes (at least 1).
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        let u: f64 = rng.gen();
+        (self.quantile(u).round() as u64).max(1)
+    }
+}
+
+/// The directory holding the CDF files shipped with the repository (`<workspace>/models/cdf`).
+pub fn default_cdf_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/cdf")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = "# source: test\n100 0.5\n1000 1\n";
+
+    #[test]
+    fn parses_and_interpolates() {
+        let c = SizeCdf::parse(OK, "t.cdf").unwrap();
+        assert_eq!(c.quantile(0.25), 100.0);
+        assert_eq!(c.quantile(0.75), 550.0);
+        assert_eq!(c.quantile(1.0), 1000.0);
+        assert!((c.mean() - (50.0 + 0.5 * 550.0)).abs() < 1e-9);
+        assert_eq!(c.name(), "t");
+    }
+
+    #[test]
+    fn non_monotone_probability_names_line() {
+        let e = SizeCdf::parse("# source: x\n100 0.5\n200 0.4\n300 1\n", "bad.cdf")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.cdf:3:") && e.contains("decreases"), "{e}");
+    }
+
+    #[test]
+    fn non_increasing_size_names_line() {
+        let e = SizeCdf::parse("# source: x\n100 0.5\n100 1\n", "bad.cdf")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.cdf:3:") && e.contains("does not increase"), "{e}");
+    }
+
+    #[test]
+    fn not_ending_at_one_names_last_line() {
+        let e = SizeCdf::parse("# source: x\n100 0.5\n200 0.9\n\n", "bad.cdf")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.cdf:3:") && e.contains("not at 1"), "{e}");
+    }
+
+    #[test]
+    fn negative_size_names_line() {
+        let e = SizeCdf::parse("# source: x\n# c\n-5 0.5\n200 1\n", "bad.cdf")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.cdf:3:") && e.contains("positive"), "{e}");
+    }
+
+    #[test]
+    fn missing_source_is_rejected() {
+        let e = SizeCdf::parse("100 1\n", "bad.cdf").unwrap_err().to_string();
+        assert!(e.contains("source"), "{e}");
+    }
+
+    #[test]
+    fn garbage_is_rejected_with_line() {
+        let e = SizeCdf::parse("# source: x\n100 abc\n", "bad.cdf")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.cdf:2:"), "{e}");
+    }
+
+    #[test]
+    fn shipped_cdfs_all_load() {
+        for n in ["meta-cache", "meta-web", "meta-hadoop", "websearch", "datamining"] {
+            let c = SizeCdf::load_named(&default_cdf_dir(), n).unwrap();
+            assert!(c.mean() > 0.0 && !c.source().is_empty(), "{n}");
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The one interface both models implement ([`NetworkModel`]), its input and output, and the
+//! bookkeeping they share: mapping a configuration onto per-class parameters and turning
+//! completion times into [`FlowOutcome`]s and an [`SliVector`].
+//!
+//! # Measurement window
+//! Every flow of the workload is simulated; only flows that *start* in
+//! `[measure_from, measure_until)` count towards the SLIs (earlier flows warm the network up).
+//! A flow still unfinished when the model stops (see each model's drain limit) is counted with
+//! the time it had been running — a lower bound on its FCT — and reported in
+//! [`RunStats::unfinished`].
+
+use crate::error::ModelError;
+use crate::topology::Topology;
+use polyphony_spec::{Dscp, FlowOutcome, Nanos, NetworkConfig, SliVector, Workload};
+use std::sync::Arc;
+
+/// The most classes a port serves (queues per port).
+pub const MAX_CLASSES: usize = 8;
+
+/// What a model evaluates: one workload on one topology.
+#[derive(Debug, Clone)]
+pub struct ModelInput {
+    /// The flows (shared: the controller evaluates many configurations on one sample).
+    pub workload: Arc<Workload>,
+    /// The network.
+    pub topology: Arc<Topology>,
+    /// The classes in objective order; every flow's DSCP must be one of them.
+    pub classes: Vec<Dscp>,
+    /// Flows starting before this are warm-up, left out of the SLIs.
+    pub measure_from: Nanos,
+    /// Flows starting at or after this are left out (`None`: the workload's duration).
+    pub measure_until: Option<Nanos>,
+    /// Seed of the model's own random choices (ECMP salt); evaluation is deterministic in
+    /// (workload, configuration, seed).
+    pub seed: u64,
+    /// Return every measured flow's outcome, not just the SLIs.
+    pub keep_flows: bool,
+}
+
+impl ModelInput {
+    /// An input that measures every flow and keeps no per-flow outcomes.
+    pub fn new(workload: Arc<Workload>, topology: Arc<Topology>, classes: Vec<Dscp>) -> ModelInput {
+        ModelInput {
+            workload,
+            topology,
+            classes,
+            measure_from: Nanos(0),
+            measure_until: None,
+            seed: 0,
+            keep_flows: false,
+        }
+    }
+
+    fn measured(&self, start: Nanos) -> bool {
+        start >= self.measure_from && start < self.measure_until.unwrap_or(Nanos(u64::MAX))
+    }
+}
+
+/// Counters of one evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunStats {
+    /// Flows simulated (all, including warm-up).
+    pub flows: u64,
+    /// Flows measured (in the window).
+    pub measured: u64,
+    /// Measured flows that had not finished when the model stopped.
+    pub unfinished: u64,
+    /// Packets transmitted by hosts (pktsim; 0 for flowsim).
+    pub packets: u64,
+    /// Packets dropped at full buffers (pktsim).
+    pub dropped: u64,
+    /// Packets CE-marked (pktsim).
+    pub marked: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Network time simulated.
+    pub sim_time: Nanos,
+}
+
+/// What a model predicts for one configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelOutput {
+    /// Per-class slowdown statistics, in [`ModelInput::classes`] order (a class without measured
+    /// flows is absent).
+    pub sli: SliVector,
+    /// Every measured flow's outcome, when [`ModelInput::keep_flows`] was set.
+    pub flows: Option<Vec<FlowOutcome>>,
+    /// Counters.
+    pub stats: RunStats,
+}
+
+/// A network model: predicts per-class SLIs of a workload under each of a batch of
+/// configurations. Results are in `configs` order; one bad configuration does not spoil the rest.
+pub trait NetworkModel: Send + Sync {
+    /// Short name (`"flowsim"`, `"pktsim"`).
+    fn name(&self) -> &'static str;
+    /// Evaluates every configuration on the same input.
+    fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>>;
+}
+
+/// The knobs of one class as the simulators use them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ClassParams {
+    pub weight: f64,
+    pub ecn_k: u64,
+    pub init_cwnd: u32,
+    pub buffer: Option<u64>,
+}
+
+/// Validated per-class parameters (in input class order) and each flow's class index.
+pub(crate) struct Prepared {
+    pub classes: Vec<ClassParams>,
+    pub flow_class: Vec<u8>,
+}
+
+pub(crate) fn prepare(input: &ModelInput, cfg: &NetworkConfig) -> Result<Prepared, ModelError> {
+    cfg.validate()?;
+    if input.classes.len() > MAX_CLASSES {
+        return Err(ModelError::TooManyClasses {
+            classes: input.classes.len(),
+            max: MAX_CLASSES,
+        });
+    }
+    let mut lut = [u8::MAX; 64];
+    let mut classes = Vec::with_capacity(input.classes.len());
+    for (i, &d) in input.classes.iter().enumerate() {
+        let c = cfg.class(d).ok_or(ModelError::UnknownClass {
+            flow: u64::MAX,
+            dscp: d,
+        })?;
+        lut[d.value() as usize] = i as u8;
+        classes.push(ClassParams {
+            weight: c.weight,
+            ecn_k: c.ecn_threshold.0,
+            init_cwnd: c.init_cwnd.0,
+            buffer: c.buffer.map(|b| b.0),
+        });
+    }
+    let topo = &input.topology;
+    let mut flow_class = Vec::with_capacity(input.workload.flows.len());
+    for f in &input.workload.flows {
+        let ci = lut[f.dscp.value() as usize];
+        if ci == u8::MAX {
+            return Err(ModelError::UnknownClass {
+                flow: f.id.0,
+                dscp: f.dscp,
+            });
+        }
+        topo.check_host(f.id.0, f.src)?;
+        topo.check_host(f.id.0, f.dst)?;
+        flow_class.push(ci);
+    }
+    Ok(Prepared { classes, flow_class })
+}
+
+/// Turns per-flow FCTs (`None` = unfinished when the model stopped at `end`) into the output.
+pub(crate) fn finish(input: &ModelInput, fct: &[Option<Nanos>], end: Nanos, mut stats: RunStats) -> ModelOutput {
+    let topo = &input.topology;
+    let mut outcomes = Vec::new();
+    for (f, t) in input.workload.flows.iter().zip(fct) {
+        if !input.measured(f.start) {
+            continue;
+        }
+        stats.measured += 1;
+        let fct = match t {
+            Some(t) => *t,
+            None => {
+                stats.unfinished += 1;
+                end.saturating_sub(f.start)
+            }
+        };
+        outcomes.push(FlowOutcome {
+            id: f.id,
+            dscp: f.dscp,
+            size: f.size,
+            start: f.start,
+            fct,
+            ideal: topo.ideal(f.src, f.dst).of(f.size),
+        });
+    }
+    stats.flows = input.workload.flows.len() as u64;
+    stats.sim_time = end;
+    let sli = SliVector::from_outcomes(&outcomes, &input.classes);
+    ModelOutput {
+        sli,
+        flows: input.keep_flows.then_some(outcomes),
+        stats,
+    }
+}

@@ -1,0 +1,619 @@
+//! The event loop of `pktsim`: the packet slab, the event heap, hosts' DCTCP senders and
+//! receivers, and forwarding along precomputed routes. See the parent module for the model.
+
+use super::port::Port;
+use super::{Conservation, Marking, PktRun, PktSimOptions};
+use crate::model::{finish, ModelInput, Prepared, RunStats};
+use crate::topology::{Path, HEADER_BYTES, MSS};
+use polyphony_spec::{Nanos, NetworkConfig};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+const SYN: u8 = 0;
+const SYNACK: u8 = 1;
+const DATA: u8 = 2;
+const ACK: u8 = 3;
+const APPACK: u8 = 4;
+
+const EV_TXDONE: u8 = 0;
+const EV_ARRIVE: u8 = 1;
+const EV_TIMER: u8 = 2;
+
+const MAX_RTO: u64 = 60_000_000_000;
+
+#[derive(Clone, Copy)]
+struct Pkt {
+    t_enq: u64,
+    flow: u32,
+    seq: u32,
+    wire: u16,
+    kind: u8,
+    hop: u8,
+    ce: bool,
+    ece: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Ev {
+    t: u64,
+    seq: u64,
+    kind: u8,
+    arg: u32,
+}
+impl Ord for Ev {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum St {
+    Idle,
+    SynSent,
+    Open,
+    Done,
+}
+
+struct Fl {
+    fwd: Path,
+    rev: Path,
+    class: u8,
+    state: St,
+    n: u32,
+    last_payload: u32,
+    una: u32,
+    nxt: u32,
+    cwnd: f64,
+    ssthresh: f64,
+    alpha: f64,
+    win_end: u32,
+    acked_win: u32,
+    marked_win: u32,
+    cwr_end: u32,
+    dupacks: u32,
+    recover: u32,
+    in_recovery: bool,
+    srtt: u64,
+    rttvar: u64,
+    rto: u64,
+    rtt_seq: u32,
+    rtt_time: u64,
+    deadline: u64,
+    timer_at: u64,
+    syn_time: u64,
+    // receiver side
+    rcv_nxt: u32,
+    ooo: Vec<u64>,
+    done_at: u64,
+}
+
+struct Sim<'a> {
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Ev>,
+    pkts: Vec<Pkt>,
+    free: Vec<u32>,
+    ports: Vec<Port>,
+    flows: Vec<Fl>,
+    quantum: Vec<i64>,
+    class_limit: Vec<Option<u64>>,
+    k_bytes: Vec<u64>,
+    opts: &'a PktSimOptions,
+    win: (u64, u64),
+    created: u64,
+    delivered: u64,
+    dropped: u64,
+    marked: u64,
+    host_pkts: u64,
+    events: u64,
+    open_flows: usize,
+}
+
+pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts: &PktSimOptions) -> PktRun {
+    let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
+    let nc = prep.classes.len();
+    let port_limit = cfg.port_buffer.map_or(opts.default_port_buffer.0, |b| b.0);
+    let ports: Vec<Port> = topo
+        .links()
+        .iter()
+        .map(|l| {
+            let sw = !topo.is_host(l.from);
+            Port::new(l.rate.0, l.delay.0, sw, nc, if sw { port_limit } else { u64::MAX })
+        })
+        .collect();
+    let q0 = opts.drr_quantum.0 as f64 * nc as f64;
+    let flows: Vec<Fl> = input
+        .workload
+        .flows
+        .iter()
+        .zip(&prep.flow_class)
+        .map(|(f, &c)| {
+            let n = f.size.0.div_ceil(MSS).max(1) as u32;
+            Fl {
+                fwd: topo.route(f.src, f.dst, f.id.0),
+                rev: topo.route(f.dst, f.src, f.id.0),
+                class: c,
+                state: St::Idle,
+                n,
+                last_payload: (f.size.0 - (n as u64 - 1) * MSS) as u32,
+                una: 0,
+                nxt: 0,
+                cwnd: prep.classes[c as usize].init_cwnd as f64,
+                ssthresh: f64::INFINITY,
+                alpha: 1.0,
+                win_end: 0,
+                acked_win: 0,
+                marked_win: 0,
+                cwr_end: 0,
+                dupacks: 0,
+                recover: 0,
+                in_recovery: false,
+                srtt: 0,
+                rttvar: 0,
+                rto: opts.initial_rto.0,
+                rtt_seq: 0,
+                rtt_time: 0,
+                deadline: 0,
+                timer_at: 0,
+                syn_time: 0,
+                rcv_nxt: 0,
+                ooo: Vec::new(),
+                done_at: 0,
+            }
+        })
+        .collect();
+    let mut sim = Sim {
+        now: 0,
+        seq: 0,
+        heap: BinaryHeap::with_capacity(1024),
+        pkts: Vec::with_capacity(4096),
+        free: Vec::with_capacity(4096),
+        ports,
+        flows,
+        quantum: prep
+            .classes
+            .iter()
+            .map(|c| ((c.weight * q0).round() as i64).max(1))
+            .collect(),
+        class_limit: prep.classes.iter().map(|c| c.buffer).collect(),
+        k_bytes: prep.classes.iter().map(|c| c.ecn_k).collect(),
+        opts,
+        win: (opts.stats_window.0 .0, opts.stats_window.1 .0),
+        created: 0,
+        delivered: 0,
+        dropped: 0,
+        marked: 0,
+        host_pkts: 0,
+        events: 0,
+        open_flows: 0,
+    };
+    let starts: Vec<u64> = input.workload.flows.iter().map(|f| f.start.0).collect();
+    let horizon = starts.last().copied().unwrap_or(0).saturating_add(opts.drain_limit.0);
+    let mut next_flow = 0usize;
+    loop {
+        let next_ev = sim.heap.peek().map(|e| e.t);
+        let take_flow = next_flow < starts.len() && next_ev.is_none_or(|t| starts[next_flow] <= t);
+        if take_flow {
+            let t = starts[next_flow];
+            if t > horizon {
+                break;
+            }
+            sim.now = t;
+            sim.start_flow(next_flow as u32);
+            next_flow += 1;
+            continue;
+        }
+        let Some(ev) = sim.heap.pop() else { break };
+        if ev.t > horizon {
+            sim.heap.push(ev);
+            break;
+        }
+        sim.now = ev.t;
+        sim.events += 1;
+        match ev.kind {
+            EV_TXDONE => {
+                sim.ports[ev.arg as usize].busy = false;
+                sim.kick(ev.arg as usize);
+            }
+            EV_ARRIVE => sim.arrive(ev.arg),
+            _ => sim.timer(ev.arg),
+        }
+    }
+    let end = sim.now;
+    // In flight: packets still queued at ports plus packets on a wire (pending arrivals).
+    let on_wire = sim.heap.iter().filter(|e| e.kind == EV_ARRIVE).count() as u64;
+    let queued: u64 = sim.ports.iter().map(|p| p.queued_packets()).sum();
+    let conservation = Conservation {
+        created: sim.created,
+        delivered: sim.delivered,
+        dropped: sim.dropped,
+        in_flight: on_wire + queued,
+    };
+    let fct: Vec<Option<Nanos>> = sim
+        .flows
+        .iter()
+        .zip(&starts)
+        .map(|(f, &s)| (f.state == St::Done).then(|| Nanos(f.done_at - s)))
+        .collect();
+    let stats = RunStats {
+        packets: sim.host_pkts,
+        dropped: sim.dropped,
+        marked: sim.marked,
+        events: sim.events,
+        ..RunStats::default()
+    };
+    let output = finish(input, &fct, Nanos(end), stats);
+    let win = sim.win;
+    let ports = sim
+        .ports
+        .iter_mut()
+        .enumerate()
+        .filter(|(_, p)| p.switch)
+        .map(|(i, p)| p.stats(i as u32, end, win))
+        .collect();
+    PktRun {
+        output,
+        ports,
+        conservation,
+    }
+}
+
+impl Sim<'_> {
+    #[inline]
+    fn push_ev(&mut self, t: u64, kind: u8, arg: u32) {
+        self.seq += 1;
+        self.heap.push(Ev {
+            t,
+            seq: self.seq,
+            kind,
+            arg,
+        });
+    }
+
+    fn alloc(&mut self, p: Pkt) -> u32 {
+        self.created += 1;
+        if let Some(i) = self.free.pop() {
+            self.pkts[i as usize] = p;
+            i
+        } else {
+            self.pkts.push(p);
+            (self.pkts.len() - 1) as u32
+        }
+    }
+
+    fn path_of(&self, p: &Pkt) -> Path {
+        let f = &self.flows[p.flow as usize];
+        if p.kind == SYN || p.kind == DATA {
+            f.fwd
+        } else {
+            f.rev
+        }
+    }
+
+    /// Creates a packet at its source host and queues it on the first link.
+    fn send(&mut self, flow: u32, kind: u8, seq: u32, ece: bool) {
+        let wire = match kind {
+            DATA => {
+                let f = &self.flows[flow as usize];
+                let pl = if seq + 1 == f.n { f.last_payload as u64 } else { MSS };
+                pl + HEADER_BYTES
+            }
+            APPACK => HEADER_BYTES + 1,
+            _ => HEADER_BYTES,
+        };
+        let i = self.alloc(Pkt {
+            t_enq: 0,
+            flow,
+            seq,
+            wire: wire as u16,
+            kind,
+            hop: 0,
+            ce: false,
+            ece,
+        });
+        self.host_pkts += 1;
+        self.enqueue(i);
+    }
+
+    /// Puts packet `i` into the queue of the link at its current hop.
+    fn enqueue(&mut self, i: u32) {
+        let p = self.pkts[i as usize];
+        let link = self.path_of(&p).links()[p.hop as usize] as usize;
+        let c = self.flows[p.flow as usize].class as usize;
+        let b = p.wire as u64;
+        let port = &mut self.ports[link];
+        if !port.fits(c, b, if port.switch { self.class_limit[c] } else { None }) {
+            port.drops += 1;
+            self.dropped += 1;
+            self.free.push(i);
+            return;
+        }
+        let mut ce = p.ce;
+        if port.switch
+            && p.kind == DATA
+            && self.opts.marking == Marking::QueueBytes
+            && port.qbytes[c] + b > self.k_bytes[c]
+            && !ce
+        {
+            ce = true;
+            port.marks += 1;
+            self.marked += 1;
+        }
+        let pk = &mut self.pkts[i as usize];
+        pk.ce = ce;
+        pk.t_enq = self.now;
+        port.push(c, i, b, self.now, self.win);
+        if !port.busy {
+            self.kick(link);
+        }
+    }
+
+    /// Starts the next transmission on an idle port.
+    fn kick(&mut self, link: usize) {
+        let now = self.now;
+        let win = self.win;
+        let pkts = &self.pkts;
+        let port = &mut self.ports[link];
+        if port.busy {
+            return;
+        }
+        let Some(i) = port.pop(&self.quantum, |j| pkts[j as usize].wire as u64, now, win) else {
+            return;
+        };
+        let p = &mut self.pkts[i as usize];
+        if port.switch && p.kind == DATA && self.opts.marking == Marking::Sojourn && !p.ce {
+            let c = self.flows[p.flow as usize].class as usize;
+            let k_ns = (self.k_bytes[c] * 8_000_000_000) / port.rate;
+            if now - p.t_enq > k_ns {
+                p.ce = true;
+                port.marks += 1;
+                self.marked += 1;
+            }
+        }
+        port.busy = true;
+        let ser = port.ser(p.wire as u64);
+        let delay = port.delay;
+        self.push_ev(now + ser, EV_TXDONE, link as u32);
+        self.push_ev(now + ser + delay, EV_ARRIVE, i);
+    }
+
+    /// A packet reached the far end of its current link.
+    fn arrive(&mut self, i: u32) {
+        let p = &mut self.pkts[i as usize];
+        p.hop += 1;
+        let p = *p;
+        if (p.hop as usize) < self.path_of(&p).links().len() {
+            self.enqueue(i);
+            return;
+        }
+        self.delivered += 1;
+        self.free.push(i);
+        match p.kind {
+            SYN => self.send(p.flow, SYNACK, 0, false),
+            DATA => self.receive_data(p.flow, p.seq, p.ce),
+            _ => self.receive_ack(p.flow, p.kind, p.seq, p.ece),
+        }
+    }
+
+    fn start_flow(&mut self, flow: u32) {
+        let now = self.now;
+        let f = &mut self.flows[flow as usize];
+        f.state = St::SynSent;
+        f.syn_time = now;
+        let d = now + f.rto;
+        self.open_flows += 1;
+        self.send(flow, SYN, 0, false);
+        self.arm(flow, d);
+    }
+
+    fn arm(&mut self, flow: u32, deadline: u64) {
+        let f = &mut self.flows[flow as usize];
+        f.deadline = deadline;
+        if f.timer_at == 0 || deadline < f.timer_at {
+            f.timer_at = deadline;
+            self.push_ev(deadline, EV_TIMER, flow);
+        }
+    }
+
+    fn timer(&mut self, flow: u32) {
+        let now = self.now;
+        let f = &mut self.flows[flow as usize];
+        if f.timer_at != now {
+            return; // superseded by an earlier timer event
+        }
+        f.timer_at = 0;
+        if f.deadline == 0 || f.state == St::Done {
+            return;
+        }
+        if f.deadline > now {
+            let d = f.deadline;
+            self.arm(flow, d);
+            return;
+        }
+        // Retransmission timeout.
+        f.ssthresh = (f.cwnd / 2.0).max(2.0);
+        f.cwnd = 1.0;
+        f.nxt = f.una;
+        f.in_recovery = false;
+        f.dupacks = 0;
+        f.rtt_time = 0;
+        f.rto = (f.rto * 2).min(MAX_RTO);
+        let d = now + f.rto;
+        if f.state == St::SynSent {
+            self.send(flow, SYN, 0, false);
+        } else {
+            self.try_send(flow);
+        }
+        self.arm(flow, d);
+    }
+
+    fn receive_data(&mut self, flow: u32, seq: u32, ce: bool) {
+        let f = &mut self.flows[flow as usize];
+        if seq == f.rcv_nxt {
+            f.rcv_nxt += 1;
+            while f.rcv_nxt < f.n && !f.ooo.is_empty() {
+                let (w, b) = ((f.rcv_nxt / 64) as usize, f.rcv_nxt % 64);
+                if f.ooo[w] & (1 << b) == 0 {
+                    break;
+                }
+                f.ooo[w] &= !(1 << b);
+                f.rcv_nxt += 1;
+            }
+        } else if seq > f.rcv_nxt && seq < f.n {
+            if f.ooo.is_empty() {
+                f.ooo = vec![0; (f.n as usize).div_ceil(64)];
+            }
+            f.ooo[(seq / 64) as usize] |= 1 << (seq % 64);
+        }
+        let (ack, kind) = if f.rcv_nxt >= f.n {
+            (f.n, APPACK)
+        } else {
+            (f.rcv_nxt, ACK)
+        };
+        self.send(flow, kind, ack, ce);
+    }
+
+    fn receive_ack(&mut self, flow: u32, kind: u8, ack: u32, ece: bool) {
+        let now = self.now;
+        let g = self.opts.dctcp_g;
+        let min_rto = self.opts.min_rto.0;
+        let f = &mut self.flows[flow as usize];
+        if kind == SYNACK {
+            if f.state == St::SynSent {
+                f.state = St::Open;
+                if f.rto == self.opts.initial_rto.0 {
+                    rtt_sample(f, now - f.syn_time, min_rto);
+                }
+                f.win_end = 0;
+                self.try_send(flow);
+                self.rearm(flow);
+            }
+            return;
+        }
+        if f.state != St::Open {
+            return;
+        }
+        if ack > f.una {
+            let newly = ack - f.una;
+            f.acked_win += newly;
+            if ece {
+                f.marked_win += newly;
+            }
+            if f.rtt_time != 0 && ack > f.rtt_seq {
+                let s = now - f.rtt_time;
+                f.rtt_time = 0;
+                rtt_sample(f, s, min_rto);
+            }
+            f.una = ack;
+            if f.nxt < f.una {
+                f.nxt = f.una;
+            }
+            f.dupacks = 0;
+            if f.una > f.win_end {
+                let frac = if f.acked_win > 0 {
+                    f.marked_win as f64 / f.acked_win as f64
+                } else {
+                    0.0
+                };
+                f.alpha = (1.0 - g) * f.alpha + g * frac;
+                f.acked_win = 0;
+                f.marked_win = 0;
+                f.win_end = f.nxt;
+            }
+            if f.in_recovery {
+                if f.una >= f.recover {
+                    f.in_recovery = false;
+                    f.cwnd = f.ssthresh;
+                } else if f.una < f.n {
+                    let u = f.una;
+                    f.rtt_time = 0;
+                    self.send(flow, DATA, u, false);
+                }
+            } else {
+                let f = &mut self.flows[flow as usize];
+                if f.cwnd < f.ssthresh {
+                    f.cwnd += newly as f64;
+                } else {
+                    f.cwnd += newly as f64 / f.cwnd;
+                }
+            }
+        } else if ack == f.una && f.nxt > f.una && kind == ACK {
+            f.dupacks += 1;
+            if ece {
+                f.marked_win += 1;
+            }
+            f.acked_win += 1;
+            if f.dupacks == 3 && !f.in_recovery {
+                f.ssthresh = (f.cwnd / 2.0).max(2.0);
+                f.cwnd = f.ssthresh;
+                f.in_recovery = true;
+                f.recover = f.nxt;
+                f.rtt_time = 0;
+                let u = f.una;
+                self.send(flow, DATA, u, false);
+            }
+        }
+        let f = &mut self.flows[flow as usize];
+        if ece && f.una >= f.cwr_end {
+            f.cwnd = (f.cwnd * (1.0 - f.alpha / 2.0)).max(2.0);
+            f.ssthresh = f.cwnd;
+            f.cwr_end = f.nxt.max(f.una + 1);
+        }
+        if kind == APPACK && ack >= f.n {
+            f.state = St::Done;
+            f.done_at = now;
+            f.deadline = 0;
+            f.ooo = Vec::new();
+            self.open_flows -= 1;
+            return;
+        }
+        self.try_send(flow);
+        self.rearm(flow);
+    }
+
+    fn rearm(&mut self, flow: u32) {
+        let f = &self.flows[flow as usize];
+        if f.una >= f.nxt {
+            self.flows[flow as usize].deadline = 0;
+        } else {
+            let d = self.now + f.rto;
+            self.arm(flow, d);
+        }
+    }
+
+    fn try_send(&mut self, flow: u32) {
+        let now = self.now;
+        loop {
+            let f = &mut self.flows[flow as usize];
+            let wnd = f.cwnd.max(1.0) as u32;
+            if f.nxt >= f.n || f.nxt - f.una >= wnd {
+                break;
+            }
+            let s = f.nxt;
+            f.nxt += 1;
+            if f.rtt_time == 0 {
+                f.rtt_time = now;
+                f.rtt_seq = s;
+            }
+            self.send(flow, DATA, s, false);
+        }
+    }
+}
+
+/// RFC 6298 smoothing with Linux's floor: rto = srtt + max(4·rttvar, min_rto).
+fn rtt_sample(f: &mut Fl, s: u64, min_rto: u64) {
+    if f.srtt == 0 {
+        f.srtt = s.max(1);
+        f.rttvar = s / 2;
+    } else {
+        let d = f.srtt.abs_diff(s);
+        f.rttvar = (3 * f.rttvar + d) / 4;
+        f.srtt = (7 * f.srtt + s) / 8;
+    }
+    f.rto = (f.srtt + (4 * f.rttvar).max(min_rto)).min(MAX_RTO);
+}

@@ -1,0 +1,140 @@
+//! `pktsim`: a discrete-event, packet-level simulator — the embedded "live" network and the
+//! accuracy reference for `flowsim`.
+//!
+//! * **Switch ports** are output-queued with one FIFO per class, served by deficit round robin
+//!   with quanta proportional to the class weights (work-conserving: an idle class's share goes
+//!   to the others), a shared per-port buffer (the configuration's `port_buffer`, else
+//!   [`PktSimOptions::default_port_buffer`]) and optional per-class limits; a packet that does
+//!   not fit is dropped. Host NICs are ports too (same scheduler, unlimited buffer, no marking).
+//! * **ECN**: [`Marking::QueueBytes`] sets CE on a data packet entering a switch class queue
+//!   whose length (including the packet) exceeds K; [`Marking::Sojourn`] sets CE on a data packet
+//!   leaving a switch queue after waiting longer than K·8/C (the testbed's tc-BPF marker).
+//! * **Senders** run DCTCP (RFC 8257): α EWMA with g = 1/16 per window of data, cwnd cut by α/2
+//!   at most once per window on ECE, slow start from the class's initcwnd, NewReno fast
+//!   retransmit on three duplicate ACKs, RTO with a minimum (Linux: 200 ms) and exponential
+//!   back-off, go-back-N after a timeout. The receiver ACKs every segment, echoes CE in ECE,
+//!   and buffers out-of-order segments.
+//! * **A flow's life**: SYN → SYN-ACK → data → the receiver's one-byte application ack of the
+//!   last byte, which is also the final cumulative ACK. The FCT runs from the SYN's creation to
+//!   the sender receiving that ack (the definition in `polyphony_spec::IdealFct`).
+//! * **Conservation**: every packet created is delivered, dropped or still in flight; the run
+//!   reports the four counters ([`Conservation`]) and the tests check them.
+//!
+//! Time is integer nanoseconds; events with equal times run in creation order, so a run is a
+//! deterministic function of (workload, topology, configuration, options).
+
+mod engine;
+mod port;
+
+pub use port::PortStats;
+
+use crate::error::ModelError;
+use crate::model::{prepare, ModelInput, ModelOutput, NetworkModel};
+use polyphony_spec::{Bytes, Nanos, NetworkConfig};
+
+/// Where the ECN marker looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Marking {
+    /// Mark on enqueue when the class queue exceeds K bytes (DCTCP's switch marking).
+    #[default]
+    QueueBytes,
+    /// Mark on dequeue when the packet waited longer than K·8/C (the testbed's marker).
+    Sojourn,
+}
+
+/// Tunables of the packet simulator (not knobs of the network).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PktSimOptions {
+    /// ECN marking mode.
+    pub marking: Marking,
+    /// Minimum retransmission timeout (Linux: 200 ms).
+    pub min_rto: Nanos,
+    /// Retransmission timeout before any RTT sample, also for the SYN (Linux: 1 s).
+    pub initial_rto: Nanos,
+    /// Shared buffer of a switch port when the configuration gives none.
+    pub default_port_buffer: Bytes,
+    /// Stop this long after the last flow's start even if flows are unfinished.
+    pub drain_limit: Nanos,
+    /// DCTCP's EWMA gain g.
+    pub dctcp_g: f64,
+    /// DRR quantum of a class with weight 1/N among N classes (quanta scale with weight).
+    pub drr_quantum: Bytes,
+    /// Window `[from, until)` over which port statistics are gathered.
+    pub stats_window: (Nanos, Nanos),
+}
+
+impl Default for PktSimOptions {
+    fn default() -> PktSimOptions {
+        PktSimOptions {
+            marking: Marking::QueueBytes,
+            min_rto: Nanos(200 * Nanos::MILLI.0),
+            initial_rto: Nanos::SECOND,
+            default_port_buffer: Bytes(1_000_000),
+            drain_limit: Nanos(30 * Nanos::SECOND.0),
+            dctcp_g: 1.0 / 16.0,
+            drr_quantum: Bytes(1514),
+            stats_window: (Nanos(0), Nanos(u64::MAX)),
+        }
+    }
+}
+
+/// Packet accounting of one run: `created = delivered + dropped + in_flight`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Conservation {
+    /// Packets created by hosts (data, retransmissions, SYNs, ACKs).
+    pub created: u64,
+    /// Packets that reached their destination host.
+    pub delivered: u64,
+    /// Packets dropped at full buffers.
+    pub dropped: u64,
+    /// Packets still queued or on a wire when the run stopped (counted from the queues and the
+    /// pending events, independently of the other three).
+    pub in_flight: u64,
+}
+
+impl Conservation {
+    /// Whether every packet is accounted for.
+    pub fn holds(&self) -> bool {
+        self.created == self.delivered + self.dropped + self.in_flight
+    }
+}
+
+/// Everything one packet-level run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PktRun {
+    /// SLIs, outcomes and counters.
+    pub output: ModelOutput,
+    /// Statistics of every switch port (host NICs left out), by link id.
+    pub ports: Vec<PortStats>,
+    /// Packet accounting.
+    pub conservation: Conservation,
+}
+
+/// The packet-level model.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PktSim {
+    /// Simulator tunables.
+    pub options: PktSimOptions,
+}
+
+impl PktSim {
+    /// A simulator with the given options.
+    pub fn new(options: PktSimOptions) -> PktSim {
+        PktSim { options }
+    }
+
+    /// Runs one configuration and returns port statistics and packet accounting as well.
+    pub fn run(&self, input: &ModelInput, cfg: &NetworkConfig) -> Result<PktRun, ModelError> {
+        let prep = prepare(input, cfg)?;
+        Ok(engine::run(input, cfg, &prep, &self.options))
+    }
+}
+
+impl NetworkModel for PktSim {
+    fn name(&self) -> &'static str {
+        "pktsim"
+    }
+    fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
+        configs.iter().map(|c| self.run(input, c).map(|r| r.output)).collect()
+    }
+}

@@ -1,0 +1,203 @@
+//! One call from a scenario to per-class SLIs: synthesise the scenario's workload, build its
+//! topology, run the chosen model under a configuration and report (what `polyphony simulate`
+//! prints). Also [`scenario_input`], the model input the daemon evaluates candidates on.
+//!
+//! Reads the CDF files named by the scenario from the caller's directory; nothing else.
+
+use crate::cdf::default_cdf_dir;
+use crate::error::ModelError;
+use crate::flowsim::FlowSim;
+use crate::model::{ModelInput, ModelOutput, NetworkModel};
+use crate::pktsim::PktSim;
+use crate::synth::{load_mix_cdfs, synthesize, SynthesisOptions};
+use crate::topology::Topology;
+use polyphony_spec::{Bytes, Nanos, NetworkConfig, Packets, Scenario};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which model to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelKind {
+    /// The fast flow-level model.
+    FlowSim,
+    /// The packet-level simulator.
+    PktSim,
+}
+
+impl ModelKind {
+    /// Parses `"flowsim"` or `"pktsim"`.
+    pub fn parse(s: &str) -> Result<ModelKind, ModelError> {
+        match s {
+            "flowsim" => Ok(ModelKind::FlowSim),
+            "pktsim" => Ok(ModelKind::PktSim),
+            other => Err(ModelError::invalid("model", other, "use \"flowsim\" or \"pktsim\"")),
+        }
+    }
+    /// The model itself.
+    pub fn model(self) -> Box<dyn NetworkModel> {
+        match self {
+            ModelKind::FlowSim => Box::new(FlowSim::default()),
+            ModelKind::PktSim => Box::new(PktSim::default()),
+        }
+    }
+}
+
+/// What to simulate.
+#[derive(Debug, Clone)]
+pub struct SimulateRequest {
+    /// The scenario (topology, classes, mix, phases).
+    pub scenario: Scenario,
+    /// The configuration; `None` takes the scenario's `initial`, else [`default_config`].
+    pub config: Option<NetworkConfig>,
+    /// The model.
+    pub model: ModelKind,
+    /// Network time to draw flows over (`None`: the scenario's interval).
+    pub duration: Option<Nanos>,
+    /// Flows starting before this are warm-up, left out of the SLIs.
+    pub warmup: Nanos,
+    /// Workload seed (`None`: the scenario's seed).
+    pub seed: Option<u64>,
+    /// Where the CDF files live (`None`: the repository's `models/cdf`).
+    pub cdf_dir: Option<PathBuf>,
+    /// Keep per-flow outcomes.
+    pub keep_flows: bool,
+}
+
+impl SimulateRequest {
+    /// A request with every default.
+    pub fn new(scenario: Scenario, model: ModelKind) -> SimulateRequest {
+        SimulateRequest {
+            scenario,
+            config: None,
+            model,
+            duration: None,
+            warmup: Nanos(0),
+            seed: None,
+            cdf_dir: None,
+            keep_flows: false,
+        }
+    }
+}
+
+/// The result of [`simulate`]; `Display` renders a per-class table against the SLOs.
+#[derive(Debug, Clone)]
+pub struct SimulateReport {
+    /// Scenario name.
+    pub scenario: Scenario,
+    /// Model name.
+    pub model: &'static str,
+    /// The configuration that was simulated.
+    pub config: NetworkConfig,
+    /// SLIs and counters.
+    pub output: ModelOutput,
+    /// Wall time of the model run (workload synthesis excluded).
+    pub wall: Duration,
+}
+
+/// Equal weights, K = 30 kB, initcwnd 10 for every class of `scenario` (Linux's initial window;
+/// K about 20 packets).
+pub fn default_config(scenario: &Scenario) -> NetworkConfig {
+    NetworkConfig::uniform(&scenario.dscps(), Bytes(30_000), Packets(10))
+}
+
+/// The model input for `scenario` over `[0, duration)` drawn with `seed`, CDFs from `cdf_dir`.
+pub fn scenario_input(
+    scenario: &Scenario,
+    cdf_dir: &Path,
+    duration: Nanos,
+    seed: u64,
+) -> Result<ModelInput, ModelError> {
+    let topo = Topology::from_spec(&scenario.topology)?;
+    let cdfs = load_mix_cdfs(scenario, cdf_dir)?;
+    let w = synthesize(scenario, &topo, &cdfs, &SynthesisOptions::new(duration, seed))?;
+    let mut input = ModelInput::new(Arc::new(w), Arc::new(topo), scenario.dscps());
+    input.seed = seed;
+    Ok(input)
+}
+
+/// Runs `req`: the scenario's per-class SLIs under the configuration with the chosen model.
+pub fn simulate(req: &SimulateRequest) -> Result<SimulateReport, ModelError> {
+    let s = &req.scenario;
+    let cfg = req
+        .config
+        .clone()
+        .or_else(|| s.initial.clone())
+        .unwrap_or_else(|| default_config(s));
+    let dir = req.cdf_dir.clone().unwrap_or_else(default_cdf_dir);
+    let mut input = scenario_input(
+        s,
+        &dir,
+        req.duration.unwrap_or(s.interval()),
+        req.seed.unwrap_or(s.seed),
+    )?;
+    input.measure_from = req.warmup;
+    input.keep_flows = req.keep_flows;
+    let model = req.model.model();
+    let t0 = Instant::now();
+    let out = model
+        .evaluate(&input, std::slice::from_ref(&cfg))
+        .pop()
+        .unwrap_or_else(|| Err(ModelError::invalid("configs", 0, "the model returned no result")))?;
+    Ok(SimulateReport {
+        scenario: s.clone(),
+        model: model.name(),
+        config: cfg,
+        output: out,
+        wall: t0.elapsed(),
+    })
+}
+
+impl fmt::Display for SimulateReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = &self.output.stats;
+        writeln!(
+            f,
+            "scenario {} · model {} · {} flows ({} measured, {} unfinished) · {} of network time in {:.3} s",
+            self.scenario.name,
+            self.model,
+            st.flows,
+            st.measured,
+            st.unfinished,
+            st.sim_time,
+            self.wall.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "{:<6} {:>6} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}",
+            "class", "weight", "K", "initcwnd", "flows", "p50", "p99", "p99.9", "SLO", "met"
+        )?;
+        for c in &self.scenario.classes {
+            let k = self.config.class(c.dscp);
+            let sli = self.output.sli.get(c.dscp);
+            let v = sli.and_then(|x| x.at(c.slo.percentile));
+            writeln!(
+                f,
+                "{:<6} {:>6.3} {:>8} {:>9} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>6.1} {:>6}",
+                c.name,
+                k.map_or(f64::NAN, |k| k.weight),
+                k.map_or(0, |k| k.ecn_threshold.0),
+                k.map_or(0, |k| k.init_cwnd.0),
+                sli.map_or(0, |x| x.flows),
+                sli.map_or(f64::NAN, |x| x.p50),
+                sli.map_or(f64::NAN, |x| x.p99),
+                sli.map_or(f64::NAN, |x| x.p999),
+                c.slo.max_slowdown,
+                match v {
+                    Some(v) if v <= c.slo.max_slowdown => "yes",
+                    Some(_) => "NO",
+                    None => "-",
+                }
+            )?;
+        }
+        if st.packets > 0 {
+            writeln!(
+                f,
+                "packets {} · marked {} · dropped {}",
+                st.packets, st.marked, st.dropped
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,402 @@
+//! Workload synthesis: flows drawn from a scenario's class mix — sizes from the flow-size CDFs,
+//! log-normal inter-arrival times whose mean gives each class its target load, endpoints spread
+//! over the topology by a traffic matrix — deterministic under a seed.
+//!
+//! * **Load.** A class with load ℓ offers ℓ · R bits of *payload* per second, R the topology's
+//!   reference rate (the dumbbell's link, or the leaf-spine's host link *per host*). The mean
+//!   inter-arrival is mean_size · 8 / (ℓ · R · senders-scale); headers, handshakes and ACKs come
+//!   on top (about 4 % for full segments, more for tiny flows).
+//! * **Inter-arrivals.** Log-normal with shape σ and μ = ln(mean) − σ²/2, so the mean is exact.
+//! * **Phases.** With `Scenario::phases`, the load in force at an arrival is the load of the
+//!   phase covering that instant (phases run back to back from time 0; after the last phase its
+//!   loads hold). A class at load 0 produces nothing until its next phase.
+//! * **Endpoints.** Dumbbell: source uniform over the senders, destination the receiver.
+//!   Leaf-spine: source uniform over all hosts; destination by a [`TrafficMatrix`].
+//! * **Determinism.** Each class draws from its own xoshiro256++ stream seeded from
+//!   (seed, class index); the same (scenario, topology, options) give the same workload.
+//!
+//! This module reads nothing itself; CDFs are loaded by the caller (see [`load_mix_cdfs`]).
+
+use crate::cdf::SizeCdf;
+use crate::error::ModelError;
+use crate::topology::{mix64, Shape, Topology};
+use polyphony_spec::{Bytes, Flow, FlowId, HostId, Nanos, Scenario, Workload};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::path::Path;
+
+/// Where a flow's destination lies relative to its source, for leaf-spine fabrics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Locality {
+    /// Probability that the destination is in the source's rack.
+    pub rack: f64,
+    /// Probability that it is in another rack of the source's cluster.
+    pub cluster: f64,
+    // The rest is uniform over the other racks of the fabric.
+}
+
+impl Locality {
+    /// Uniform over the other racks (nothing rack- or cluster-local).
+    pub const UNIFORM: Locality = Locality {
+        rack: 0.0,
+        cluster: 0.0,
+    };
+    /// Hadoop cluster, after Roy et al. (SIGCOMM'15) Table 3: ≈13 % rack-local, ≈81 % in-cluster.
+    pub const HADOOP: Locality = Locality {
+        rack: 0.13,
+        cluster: 0.81,
+    };
+    /// Web (frontend) cluster, after Roy et al. Table 3: ≈3 % rack-local, ≈81 % in-cluster.
+    pub const WEB: Locality = Locality {
+        rack: 0.03,
+        cluster: 0.81,
+    };
+    /// Cache cluster, after Roy et al. Table 3: ≈0 % rack-local, ≈41 % in-cluster, the rest
+    /// across the datacenter.
+    pub const CACHE: Locality = Locality {
+        rack: 0.0,
+        cluster: 0.41,
+    };
+
+    /// The pattern that goes with a size CDF's name (Meta's services and their nearest kin;
+    /// anything else is uniform).
+    pub fn for_workload(cdf_name: &str) -> Locality {
+        match cdf_name {
+            "meta-hadoop" | "datamining" => Locality::HADOOP,
+            "meta-web" | "websearch" => Locality::WEB,
+            "meta-cache" => Locality::CACHE,
+            _ => Locality::UNIFORM,
+        }
+    }
+}
+
+/// How leaf-spine destinations are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum TrafficMatrix {
+    /// Uniform over hosts in other racks.
+    Uniform,
+    /// Each class follows the rack-to-rack pattern of its service ([`Locality::for_workload`]).
+    #[default]
+    ByWorkload,
+    /// One pattern for every class.
+    Fixed(Locality),
+}
+
+/// What to synthesise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SynthesisOptions {
+    /// First instant of the window (phases are counted from 0).
+    pub start: Nanos,
+    /// Length of the window.
+    pub duration: Nanos,
+    /// Seed of every random draw.
+    pub seed: u64,
+    /// Destination choice on leaf-spine fabrics.
+    pub matrix: TrafficMatrix,
+    /// Racks per cluster for [`Locality::cluster`] (consecutive racks form a cluster).
+    pub cluster_racks: u32,
+}
+
+impl SynthesisOptions {
+    /// A window `[0, duration)` with the given seed and the default traffic matrix.
+    pub fn new(duration: Nanos, seed: u64) -> SynthesisOptions {
+        SynthesisOptions {
+            start: Nanos(0),
+            duration,
+            seed,
+            matrix: TrafficMatrix::ByWorkload,
+            cluster_racks: 8,
+        }
+    }
+}
+
+/// Loads the CDF of every mix entry of `scenario` from `dir` (`<dir>/<size_cdf>.cdf`), in mix order.
+pub fn load_mix_cdfs(scenario: &Scenario, dir: &Path) -> Result<Vec<SizeCdf>, ModelError> {
+    scenario
+        .mix
+        .iter()
+        .map(|m| SizeCdf::load_named(dir, &m.size_cdf))
+        .collect()
+}
+
+/// The load of mix entry `i` at time `t` (see the module documentation on phases).
+pub fn load_at(scenario: &Scenario, i: usize, t: Nanos) -> f64 {
+    phase_at(scenario, t).map_or(scenario.mix[i].load, |(p, _)| scenario.phases[p].loads[i])
+}
+
+/// The phase covering `t` and the instant it ends (`None` without phases).
+fn phase_at(scenario: &Scenario, t: Nanos) -> Option<(usize, Nanos)> {
+    if scenario.phases.is_empty() {
+        return None;
+    }
+    let mut end = 0u64;
+    for (p, ph) in scenario.phases.iter().enumerate() {
+        end += Nanos::from_secs_f64(ph.duration_s).0;
+        if t.0 < end {
+            return Some((p, Nanos(end)));
+        }
+    }
+    Some((scenario.phases.len() - 1, Nanos(u64::MAX)))
+}
+
+/// Synthesises the workload of `scenario` on `topo` over `opts`' window. `cdfs` holds one CDF
+/// per mix entry, in mix order (see [`load_mix_cdfs`]).
+pub fn synthesize(
+    scenario: &Scenario,
+    topo: &Topology,
+    cdfs: &[SizeCdf],
+    opts: &SynthesisOptions,
+) -> Result<Workload, ModelError> {
+    if cdfs.len() != scenario.mix.len() {
+        return Err(ModelError::invalid(
+            "cdfs",
+            cdfs.len(),
+            format!("give one CDF per mix entry ({})", scenario.mix.len()),
+        ));
+    }
+    let rate = scenario.topology.reference_rate().0 as f64;
+    let (sources, dst_fixed): (u32, Option<u32>) = match topo.shape() {
+        Shape::Dumbbell { senders } => (senders, Some(senders)),
+        Shape::LeafSpine { .. } => (topo.hosts(), None),
+    };
+    // Leaf-spine: every host offers the load on its own link; the dumbbell's senders share one.
+    let scale = if dst_fixed.is_some() { 1.0 } else { topo.hosts() as f64 };
+    let end = opts.start.0.saturating_add(opts.duration.0);
+    let mut flows = Vec::new();
+    for (i, (mix, cdf)) in scenario.mix.iter().zip(cdfs).enumerate() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix64(opts.seed ^ mix64(i as u64 + 1)));
+        let mean_size = cdf.mean();
+        let sigma = mix.sigma;
+        let unit = LogNormal::new(-sigma * sigma / 2.0, sigma)
+            .map_err(|e| ModelError::invalid(format!("mix[{i}].sigma"), sigma, e.to_string()))?;
+        let locality = match opts.matrix {
+            TrafficMatrix::Uniform => Locality::UNIFORM,
+            TrafficMatrix::ByWorkload => Locality::for_workload(&mix.size_cdf),
+            TrafficMatrix::Fixed(l) => l,
+        };
+        let mut t = opts.start.0 as f64;
+        while (t as u64) < end {
+            let now = Nanos(t as u64);
+            let load = load_at(scenario, i, now);
+            if load <= 0.0 {
+                match phase_at(scenario, now) {
+                    Some((_, pend)) if pend.0 < end => {
+                        t = pend.0 as f64;
+                        continue;
+                    }
+                    _ => break,
+                }
+            }
+            let mean_gap_ns = mean_size * 8.0 / (load * rate * scale) * 1e9;
+            t += mean_gap_ns * unit.sample(&mut rng);
+            if t as u64 >= end {
+                break;
+            }
+            let size = cdf.sample(&mut rng);
+            let src = rng.gen_range(0..sources);
+            let dst = match dst_fixed {
+                Some(d) => d,
+                None => pick_destination(topo, src, locality, opts.cluster_racks, &mut rng),
+            };
+            flows.push(Flow {
+                id: FlowId(0),
+                src: HostId(src),
+                dst: HostId(dst),
+                dscp: mix.dscp,
+                size: Bytes(size),
+                start: Nanos(t as u64),
+                weight: 1.0,
+            });
+        }
+    }
+    flows.sort_by_key(|f| (f.start, f.dscp, f.src));
+    for (k, f) in flows.iter_mut().enumerate() {
+        f.id = FlowId(k as u64);
+    }
+    Workload::new(flows, opts.duration).map_err(ModelError::from)
+}
+
+fn pick_destination<R: Rng>(topo: &Topology, src: u32, loc: Locality, cluster_racks: u32, rng: &mut R) -> u32 {
+    let Shape::LeafSpine {
+        racks, hosts_per_rack, ..
+    } = topo.shape()
+    else {
+        return 0;
+    };
+    let my_rack = src / hosts_per_rack;
+    let host_in = |r: u32, rng: &mut R| -> u32 {
+        loop {
+            let h = r * hosts_per_rack + rng.gen_range(0..hosts_per_rack);
+            if h != src {
+                return h;
+            }
+        }
+    };
+    let u: f64 = rng.gen();
+    if (u < loc.rack && hosts_per_rack > 1) || racks == 1 {
+        if hosts_per_rack == 1 {
+            return (src + 1) % topo.hosts();
+        }
+        return host_in(my_rack, rng);
+    }
+    let cl = cluster_racks.clamp(1, racks);
+    let c0 = my_rack / cl * cl;
+    let c_n = cl.min(racks - c0);
+    let rack = if u < loc.rack + loc.cluster && c_n > 1 {
+        let k = rng.gen_range(0..c_n - 1);
+        let r = c0 + k;
+        if r >= my_rack {
+            r + 1
+        } else {
+            r
+        }
+    } else {
+        let k = rng.gen_range(0..racks - 1);
+        if k >= my_rack {
+            k + 1
+        } else {
+            k
+        }
+    };
+    host_in(rack, rng)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cdf::default_cdf_dir;
+    use polyphony_spec::{ClassMix, Dscp, LoadPhase, TopologySpec, TrafficClass};
+
+    fn scenario(topology: TopologySpec) -> Scenario {
+        let mk = |d: Dscp, cdf: &str| ClassMix {
+            dscp: d,
+            size_cdf: cdf.into(),
+            load: 0.2,
+            sigma: 2.0,
+        };
+        Scenario {
+            name: "t".into(),
+            description: String::new(),
+            seed: 1,
+            interval_s: 12.0,
+            topology,
+            classes: vec![
+                TrafficClass::new("AF11", Dscp::AF11, 11.0),
+                TrafficClass::new("AF21", Dscp::AF21, 15.0),
+                TrafficClass::new("AF31", Dscp::AF31, 20.0),
+            ],
+            mix: vec![
+                mk(Dscp::AF11, "meta-cache"),
+                mk(Dscp::AF21, "meta-web"),
+                mk(Dscp::AF31, "meta-hadoop"),
+            ],
+            phases: vec![],
+            initial: None,
+        }
+    }
+
+    fn dumbbell() -> TopologySpec {
+        TopologySpec::Dumbbell {
+            senders: 3,
+            rate_mbps: 100.0,
+            link_delay_us: 2.5,
+        }
+    }
+
+    #[test]
+    fn loads_hit_their_targets_and_seed_is_deterministic() {
+        let s = scenario(dumbbell());
+        let t = Topology::from_spec(&s.topology).unwrap();
+        let cdfs = load_mix_cdfs(&s, &default_cdf_dir()).unwrap();
+        let o = SynthesisOptions::new(Nanos(200 * Nanos::SECOND.0), 3);
+        let w = synthesize(&s, &t, &cdfs, &o).unwrap();
+        // Heavy tails converge slowly: cache and web within 15 %, Hadoop's 10 MB tail within 40 %.
+        for (d, tol) in [(Dscp::AF11, 0.15), (Dscp::AF21, 0.15), (Dscp::AF31, 0.4)] {
+            let got = w.offered_bps(d) / 100e6;
+            assert!((got - 0.2).abs() < 0.2 * tol, "{d}: load {got}");
+        }
+        assert!(w.flows.iter().all(|f| f.dst == HostId(3) && f.src.0 < 3));
+        let again = synthesize(&s, &t, &cdfs, &o).unwrap();
+        assert_eq!(w, again);
+        let other = synthesize(&s, &t, &cdfs, &SynthesisOptions { seed: 4, ..o }).unwrap();
+        assert_ne!(w.flows.len(), 0);
+        assert_ne!(w, other);
+    }
+
+    #[test]
+    fn phases_switch_the_loads() {
+        let mut s = scenario(dumbbell());
+        s.phases = vec![
+            LoadPhase {
+                duration_s: 50.0,
+                loads: vec![0.05, 0.2, 0.0],
+            },
+            LoadPhase {
+                duration_s: 50.0,
+                loads: vec![0.35, 0.2, 0.3],
+            },
+        ];
+        let t = Topology::from_spec(&s.topology).unwrap();
+        let cdfs = load_mix_cdfs(&s, &default_cdf_dir()).unwrap();
+        let w = synthesize(&s, &t, &cdfs, &SynthesisOptions::new(Nanos(100 * Nanos::SECOND.0), 5)).unwrap();
+        let half = Nanos(50 * Nanos::SECOND.0);
+        let bytes = |d: Dscp, first: bool| -> f64 {
+            w.flows
+                .iter()
+                .filter(|f| f.dscp == d && (f.start < half) == first)
+                .map(|f| f.size.0 as f64)
+                .sum()
+        };
+        assert_eq!(bytes(Dscp::AF31, true), 0.0, "load 0 in phase I");
+        assert!(bytes(Dscp::AF31, false) > 0.0);
+        let ratio = bytes(Dscp::AF11, false) / bytes(Dscp::AF11, true);
+        assert!(ratio > 3.5 && ratio < 14.0, "AF11 load ×7 between phases, saw ×{ratio}");
+    }
+
+    #[test]
+    fn leaf_spine_matrix_respects_locality() {
+        let s = scenario(TopologySpec::LeafSpine {
+            racks: 32,
+            hosts_per_rack: 8,
+            spines: 4,
+            host_rate_mbps: 1000.0,
+            fabric_rate_mbps: 10000.0,
+            link_delay_us: 1.0,
+        });
+        let t = Topology::from_spec(&s.topology).unwrap();
+        let cdfs = load_mix_cdfs(&s, &default_cdf_dir()).unwrap();
+        let o = SynthesisOptions::new(Nanos(20 * Nanos::MILLI.0), 9);
+        let w = synthesize(&s, &t, &cdfs, &o).unwrap();
+        let frac_rack = |d: Dscp| {
+            let fs: Vec<_> = w.flows.iter().filter(|f| f.dscp == d).collect();
+            fs.iter().filter(|f| t.rack_of(f.src) == t.rack_of(f.dst)).count() as f64 / fs.len() as f64
+        };
+        assert!(
+            (frac_rack(Dscp::AF31) - 0.13).abs() < 0.04,
+            "hadoop rack-local {}",
+            frac_rack(Dscp::AF31)
+        );
+        assert!(frac_rack(Dscp::AF11) < 0.02);
+        assert!(w.flows.iter().all(|f| f.src != f.dst && f.dst.0 < 256));
+        let u = synthesize(
+            &s,
+            &t,
+            &cdfs,
+            &SynthesisOptions {
+                matrix: TrafficMatrix::Uniform,
+                ..o
+            },
+        )
+        .unwrap();
+        assert!(u.flows.iter().all(|f| t.rack_of(f.src) != t.rack_of(f.dst)));
+    }
+
+    #[test]
+    fn wrong_number_of_cdfs_is_rejected() {
+        let s = scenario(dumbbell());
+        let t = Topology::from_spec(&s.topology).unwrap();
+        let e = synthesize(&s, &t, &[], &SynthesisOptions::new(Nanos::SECOND, 1)).unwrap_err();
+        assert!(e.to_string().contains("one CDF per mix entry"), "{e}");
+    }
+}
