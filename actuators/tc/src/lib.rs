@@ -1,2 +1,49 @@
-//! Actuator for Linux tc: per-class HTB weights, ECN thresholds in the marker's BPF map, buffer limits.
+//! Actuator for Linux tc: per-class HTB weights, ECN thresholds (in the testbed marker's BPF map,
+//! or a `red … ecn` leaf where the kernel has `sch_red`), and per-class buffer limits (`bfifo`).
+//!
+//! The objects follow `docs/testbed.md`: root HTB `1:`, parent class `1:1` at the link rate C,
+//! class `1:<d>` per DSCP d with a `bfifo` leaf, thresholds in a hash map pinned at
+//! `/sys/fs/bpf/polyphony/P/ecn_thresh_ns` (u32 DSCP → u64 sojourn ns). This actuator changes
+//! existing classes, leaves and map entries; it never builds or removes the tree (the testbed
+//! owns that). Mapping of knobs to settings (see [`rates`]):
+//! - weight w → `rate` = w·C (rounded to what tc prints exactly), `ceil` = C,
+//!   `quantum` = MTU · w / min(w) (≥ one MTU, proportional to w);
+//! - ECN threshold K bytes → sojourn K·8/C ns in the map, or `red min K max K+1 … ecn`;
+//! - buffer → `bfifo limit`.
 #![warn(missing_docs)]
+
+mod backend;
+mod config;
+mod parse;
+mod probe;
+pub mod rates;
+
+pub use backend::{TcBackend, TcItem, TcValue};
+pub use config::{EcnMode, TcConfig};
+pub use probe::{probe_red, RedProbe};
+
+use polyphony_actuator::{ActuatorError, Engine, Local, Runner, SystemRunner, Transport};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The tc actuator: the generic engine driving a [`TcBackend`].
+pub type TcActuator = Engine<TcBackend>;
+
+/// Builds the tc actuator for `cfg` on this machine (commands run locally with the configured
+/// timeout). With `ecn = "auto"` this runs the `red` capability probe (in a throwaway network
+/// namespace; nothing managed is touched).
+pub fn tc_actuator(cfg: TcConfig) -> Result<TcActuator, ActuatorError> {
+    let runner: Arc<dyn Runner> = Arc::new(SystemRunner::new(Duration::from_millis(cfg.timeout_ms)));
+    tc_actuator_with(cfg, Arc::new(Local), runner)
+}
+
+/// Builds the tc actuator with an explicit transport (e.g. SSH to a remote Linux switch) and
+/// runner.
+pub fn tc_actuator_with(
+    cfg: TcConfig,
+    transport: Arc<dyn Transport>,
+    runner: Arc<dyn Runner>,
+) -> Result<TcActuator, ActuatorError> {
+    let backend = TcBackend::new(cfg, transport, runner.as_ref())?;
+    Ok(Engine::new(backend, runner))
+}
