@@ -1,2 +1,26 @@
-//! emu: per-class TCP workload generator for real hosts, with FCT slowdown measurement.
+//! emu: the per-class TCP workload generator for the namespace testbed (`docs/testbed.md`),
+//! after the paper's §7.
+//!
+//! It replays a [`polyphony_spec::Workload`] (flows with sender index, class, size and start
+//! time) open loop on the testbed: one thread per sender namespace (entered with `setns(2)`),
+//! a sink in the receiver's namespace, every socket marked with its class's DSCP (`IP_TOS`) and
+//! fwmark (`SO_MARK`). It measures every flow's FCT from `connect()` to the receiver's one-byte
+//! application ack, divides by [`polyphony_spec::IdealFct`], and reports per-class histograms
+//! (prometheus-client), per-interval p50/p99/p99.9 JSON lines and a ground-truth log of every
+//! flow. It touches only the namespaces of the instance it is given.
 #![warn(missing_docs)]
+
+mod cli;
+mod error;
+mod metrics;
+pub mod netns;
+pub mod probe;
+mod record;
+mod run;
+pub mod sock;
+
+pub use cli::{run_cli, EmuArgs};
+pub use error::EmuError;
+pub use metrics::{ClassLabels, EmuMetrics};
+pub use record::{FlowRecord, IntervalSummary, RunSummary};
+pub use run::{run, EmuOutputs, EmuPlan, RunResult, DEFAULT_PORT};

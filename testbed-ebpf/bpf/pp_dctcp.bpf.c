@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+// pp_dctcp: DCTCP (Alizadeh et al., SIGCOMM 2010; RFC 8257) as a BPF struct_ops congestion
+// control, written for the Polyphony testbed because this kernel ships no dctcp module.
+//
+// Sender (RFC 8257 §3.3): per observation window of one RTT (ended when snd_una passes the
+// sequence number recorded at the window's start), F = marked bytes / acked bytes and
+// alpha <- (1 - g) alpha + g F with g = 1/16 (alpha kept scaled by 1024). On an ECN echo the
+// kernel enters CWR once per window and asks ssthresh: cwnd (1 - alpha / 2).
+// Receiver (RFC 8257 §3.2): ECE echoes the CE state of the data exactly; when that state
+// flips, an immediate ACK carrying the previous state is sent for the data received so far.
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define PP_NEEDS_ECN 0x2        /* TCP_CONG_NEEDS_ECN */
+#define PP_ECN_DEMAND_CWR 0x4   /* TCP_ECN_DEMAND_CWR */
+#define PP_ALPHA_ONE 1024U
+#define PP_G_SHIFT 4            /* g = 1/16 */
+
+extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+
+struct pp_state {
+	__u32 window_end;    /* snd_nxt when the current observation window started */
+	__u32 prior_una;     /* snd_una at the previous ACK */
+	__u32 acked_bytes;   /* acked in this window */
+	__u32 marked_bytes;  /* acked with ECE in this window */
+	__u32 alpha;         /* scaled by PP_ALPHA_ONE */
+	__u32 loss_cwnd;     /* cwnd before the last reduction, for undo */
+	__u32 prior_rcv_nxt; /* receiver: rcv_nxt before the data that raised the last event */
+	__u32 ce_state;      /* receiver: CE state of the last data packet */
+};
+
+static __always_inline struct pp_state *pp(struct sock *sk)
+{
+	return (struct pp_state *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+}
+
+static __always_inline struct tcp_sock *tcp(struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline void pp_new_window(struct sock *sk)
+{
+	struct pp_state *s = pp(sk);
+
+	s->window_end = tcp(sk)->snd_nxt;
+	s->acked_bytes = 0;
+	s->marked_bytes = 0;
+}
+
+SEC("struct_ops")
+void BPF_PROG(pp_init, struct sock *sk)
+{
+	struct pp_state *s = pp(sk);
+	struct tcp_sock *tp = tcp(sk);
+
+	s->prior_una = tp->snd_una;
+	s->prior_rcv_nxt = tp->rcv_nxt;
+	s->alpha = PP_ALPHA_ONE;
+	s->loss_cwnd = 0;
+	s->ce_state = 0;
+	pp_new_window(sk);
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(pp_ssthresh, struct sock *sk)
+{
+	struct pp_state *s = pp(sk);
+	struct tcp_sock *tp = tcp(sk);
+	__u32 cwnd = tp->snd_cwnd;
+	__u32 cut = (cwnd * s->alpha) >> 11; /* cwnd * alpha / 2 */
+
+	s->loss_cwnd = cwnd;
+	return cwnd - cut > 2 ? cwnd - cut : 2;
+}
+
+SEC("struct_ops")
+void BPF_PROG(pp_in_ack_event, struct sock *sk, __u32 flags)
+{
+	struct pp_state *s = pp(sk);
+	struct tcp_sock *tp = tcp(sk);
+	__u32 acked = tp->snd_una - s->prior_una;
+	__u32 a;
+
+	if (acked == 0 && (flags & CA_ACK_ECE))
+		acked = tp->mss_cache; /* a duplicate ACK still reports one marked segment */
+	s->prior_una = tp->snd_una;
+	s->acked_bytes += acked;
+	if (flags & CA_ACK_ECE)
+		s->marked_bytes += acked;
+
+	if ((__s32)(tp->snd_una - s->window_end) <= 0)
+		return;
+	/* End of an observation window: alpha <- (1 - g) alpha + g F. */
+	a = s->alpha - (s->alpha >> PP_G_SHIFT);
+	if (s->marked_bytes && s->acked_bytes) {
+		__u64 f = ((__u64)s->marked_bytes << 10) / s->acked_bytes; /* F scaled by 1024 */
+		a += (__u32)(f >> PP_G_SHIFT);
+	}
+	s->alpha = a > PP_ALPHA_ONE ? PP_ALPHA_ONE : a;
+	pp_new_window(sk);
+}
+
+static __always_inline void pp_ce_flip(struct sock *sk, __u32 new_state)
+{
+	struct pp_state *s = pp(sk);
+	struct tcp_sock *tp = tcp(sk);
+
+	if (s->ce_state != new_state) {
+		/* ACK what arrived under the old state, echoing the old state. */
+		if (s->ce_state)
+			tp->ecn_flags |= PP_ECN_DEMAND_CWR;
+		else
+			tp->ecn_flags &= ~PP_ECN_DEMAND_CWR;
+		bpf_tcp_send_ack(tp, s->prior_rcv_nxt);
+		s->ce_state = new_state;
+	}
+	if (new_state)
+		tp->ecn_flags |= PP_ECN_DEMAND_CWR;
+	else
+		tp->ecn_flags &= ~PP_ECN_DEMAND_CWR;
+	s->prior_rcv_nxt = tp->rcv_nxt;
+}
+
+SEC("struct_ops")
+void BPF_PROG(pp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	if (ev == CA_EVENT_ECN_IS_CE)
+		pp_ce_flip(sk, 1);
+	else if (ev == CA_EVENT_ECN_NO_CE)
+		pp_ce_flip(sk, 0);
+}
+
+SEC("struct_ops")
+void BPF_PROG(pp_set_state, struct sock *sk, __u8 new_state)
+{
+	struct pp_state *s = pp(sk);
+
+	/* A loss also halves the window: remember it for undo. */
+	if (new_state == TCP_CA_Loss)
+		s->loss_cwnd = tcp(sk)->snd_cwnd;
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(pp_undo_cwnd, struct sock *sk)
+{
+	struct pp_state *s = pp(sk);
+	__u32 cwnd = tcp(sk)->snd_cwnd;
+
+	return s->loss_cwnd > cwnd ? s->loss_cwnd : cwnd;
+}
+
+SEC("struct_ops")
+void BPF_PROG(pp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	tcp_reno_cong_avoid(sk, ack, acked);
+}
+
+SEC(".struct_ops")
+struct tcp_congestion_ops pp_dctcp = {
+	.init = (void *)pp_init,
+	.ssthresh = (void *)pp_ssthresh,
+	.in_ack_event = (void *)pp_in_ack_event,
+	.cwnd_event = (void *)pp_cwnd_event,
+	.set_state = (void *)pp_set_state,
+	.undo_cwnd = (void *)pp_undo_cwnd,
+	.cong_avoid = (void *)pp_cong_avoid,
+	.flags = PP_NEEDS_ECN,
+	.name = "pp_dctcp",
+};
