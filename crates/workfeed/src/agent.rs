@@ -1,0 +1,235 @@
+//! The host agent: probe records → wall-clock [`FlowRecord`]s → sampling → batches → UDP.
+//!
+//! Touches: one UDP socket (sending only) and, in [`run_agent`], the probe ([`crate::loader`]).
+//! The [`Sender`] half is independent of the probe so it can be driven by any record source
+//! (the benchmark feeds it synthetic records). Every datagram gets the next sequence number of
+//! this agent's epoch (the agent's start time), so the aggregator counts loss exactly.
+
+use crate::loader::{LoadError, Probe, ProbeFilter};
+use crate::metrics::{AgentMetrics, ProbeLabel};
+use crate::record::FlowRecord;
+use crate::sampling::KeepProbability;
+use crate::wire::{self, AuthKey, Batch, MAX_RECORDS};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use thiserror::Error;
+use tokio::net::UdpSocket;
+use workfeed_ebpf::RawRecord;
+
+/// Settings of an agent.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// This agent's id (unique among the aggregator's agents).
+    pub agent_id: u32,
+    /// Where to send.
+    pub aggregator: SocketAddr,
+    /// Keep probability for hash-based sampling.
+    pub sample: KeepProbability,
+    /// Records per datagram (1..=[`MAX_RECORDS`]); 24 keeps a tagged datagram under 1 500 bytes.
+    pub batch_records: usize,
+    /// Longest a record waits before its datagram is sent.
+    pub flush_interval: Duration,
+    /// Tag datagrams with HMAC-SHA256 under this key.
+    pub key: Option<AuthKey>,
+}
+
+impl AgentConfig {
+    /// Defaults for everything but the destination.
+    pub fn new(agent_id: u32, aggregator: SocketAddr) -> AgentConfig {
+        AgentConfig {
+            agent_id,
+            aggregator,
+            sample: KeepProbability::ALL,
+            batch_records: 24,
+            flush_interval: Duration::from_millis(200),
+            key: None,
+        }
+    }
+}
+
+/// Why the agent stopped.
+#[derive(Debug, Error)]
+pub enum AgentError {
+    /// The probe failed.
+    #[error(transparent)]
+    Probe(#[from] LoadError),
+    /// The socket failed.
+    #[error("agent socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// A setting is out of range.
+    #[error("batch_records = {0}: use 1..={MAX_RECORDS}")]
+    BadBatch(usize),
+}
+
+/// Nanoseconds to add to a CLOCK_MONOTONIC reading to get Unix time, now.
+pub fn monotonic_to_unix_offset() -> i128 {
+    let read = |clock| {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: ts is a valid timespec to write into.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+    };
+    let (m0, r, m1) = (
+        read(libc::CLOCK_MONOTONIC),
+        read(libc::CLOCK_REALTIME),
+        read(libc::CLOCK_MONOTONIC),
+    );
+    r - (m0 + m1) / 2
+}
+
+/// The sending half: sampling, batching, sequence numbers, UDP.
+#[derive(Debug)]
+pub struct Sender {
+    cfg: AgentConfig,
+    socket: UdpSocket,
+    epoch: u64,
+    seq: u64,
+    pending: Vec<FlowRecord>,
+    metrics: AgentMetrics,
+}
+
+impl Sender {
+    /// Binds an ephemeral UDP socket of the aggregator's address family.
+    pub async fn new(cfg: AgentConfig, metrics: AgentMetrics) -> Result<Sender, AgentError> {
+        if cfg.batch_records == 0 || cfg.batch_records > MAX_RECORDS {
+            return Err(AgentError::BadBatch(cfg.batch_records));
+        }
+        let bind: SocketAddr = if cfg.aggregator.is_ipv4() {
+            "0.0.0.0:0".parse().map_err(std::io::Error::other)?
+        } else {
+            "[::]:0".parse().map_err(std::io::Error::other)?
+        };
+        let socket = UdpSocket::bind(bind).await?;
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Ok(Sender {
+            pending: Vec::with_capacity(cfg.batch_records),
+            cfg,
+            socket,
+            epoch,
+            seq: 0,
+            metrics,
+        })
+    }
+
+    /// The next sequence number.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Queues a record (unless sampled out); sends a datagram when the batch is full.
+    pub async fn push(&mut self, r: FlowRecord) {
+        self.metrics.records_captured.inc();
+        if !self.cfg.sample.keeps(&r.key()) {
+            self.metrics.records_sampled_out.inc();
+            return;
+        }
+        self.pending.push(r);
+        if self.pending.len() >= self.cfg.batch_records {
+            self.flush().await;
+        }
+    }
+
+    /// Sends what is queued, if anything. A failed send is counted; its sequence number is
+    /// still used, so the aggregator sees the gap.
+    pub async fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let batch = Batch {
+            agent_id: self.cfg.agent_id,
+            epoch: self.epoch,
+            seq: self.seq,
+            keep_probability: self.cfg.sample.get(),
+            records: std::mem::take(&mut self.pending),
+        };
+        self.seq += 1;
+        let bytes = wire::encode(&batch, self.cfg.key.as_ref());
+        match self.socket.send_to(&bytes, self.cfg.aggregator).await {
+            Ok(_) => {
+                self.metrics.datagrams_sent.inc();
+                self.metrics.records_sent.inc_by(batch.records.len() as u64);
+            }
+            Err(e) => {
+                self.metrics.send_errors.inc();
+                tracing::warn!(error = %e, to = %self.cfg.aggregator, "sending a Workfeed datagram failed");
+            }
+        }
+        self.pending = batch.records;
+        self.pending.clear();
+    }
+
+    /// The flush interval.
+    pub fn flush_interval(&self) -> Duration {
+        self.cfg.flush_interval
+    }
+}
+
+fn publish_probe_stats(probe: &Probe, metrics: &AgentMetrics) {
+    match probe.stats() {
+        Ok(stats) => {
+            for (s, v) in stats {
+                metrics
+                    .probe
+                    .get_or_create(&ProbeLabel {
+                        counter: s.name().into(),
+                    })
+                    .set(i64::try_from(v).unwrap_or(i64::MAX));
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "reading the probe's counters failed"),
+    }
+}
+
+/// Loads the probe with `filter` and runs the agent until `shutdown` completes; then flushes.
+pub async fn run_agent(
+    cfg: AgentConfig,
+    filter: ProbeFilter,
+    metrics: AgentMetrics,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), AgentError> {
+    let mut probe = Probe::load(&filter)?;
+    let mut reader = probe
+        .take_records()?
+        .ok_or(LoadError::MissingPart(workfeed_ebpf::names::RECORDS_MAP))?;
+    let mut sender = Sender::new(cfg, metrics.clone()).await?;
+    tracing::info!(filter = ?filter, "Workfeed probe attached to sock:inet_sock_set_state");
+    let mut tick = tokio::time::interval(sender.flush_interval());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut raw: Vec<RawRecord> = Vec::with_capacity(1024);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tick.tick() => {
+                sender.flush().await;
+                publish_probe_stats(&probe, &metrics);
+            }
+            got = reader.read(&mut raw, 1024) => {
+                let n = got?;
+                if n.skipped > 0 {
+                    tracing::warn!(skipped = n.skipped, "ring-buffer items of the wrong size");
+                }
+                let offset = monotonic_to_unix_offset();
+                for r in raw.drain(..) {
+                    sender.push(FlowRecord::from_raw(&r, offset)).await;
+                }
+            }
+        }
+    }
+    // Drain what the kernel already wrote, then send it.
+    let offset = monotonic_to_unix_offset();
+    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(50), reader.read(&mut raw, 1024)).await {
+        if n.records == 0 {
+            break;
+        }
+        for r in raw.drain(..) {
+            sender.push(FlowRecord::from_raw(&r, offset)).await;
+        }
+    }
+    sender.flush().await;
+    publish_probe_stats(&probe, &metrics);
+    Ok(())
+}

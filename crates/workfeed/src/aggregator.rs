@@ -1,0 +1,309 @@
+//! The rack aggregator: a UDP server in front of a [`Collector`], an upstream forwarder, and the
+//! workload-window query the controller calls.
+//!
+//! Touches: one UDP socket bound to `listen` (receive) and, with an upstream, one ephemeral UDP
+//! socket (send). [`Aggregator`] is a cheap clonable handle: one clone runs [`Aggregator::serve`],
+//! others call [`Aggregator::window`]. Forwarding re-sends every newly accepted record, with its
+//! keep probability, as this aggregator's own agent stream (own id, epoch and sequence numbers),
+//! so the upstream de-duplicates and counts loss exactly as it does for agents.
+
+use crate::agent::{AgentConfig, Sender};
+use crate::collector::{Collector, CollectorConfig};
+use crate::hosts::HostMap;
+use crate::metrics::{AgentMetrics, AggregatorMetrics};
+use crate::record::FlowRecord;
+use crate::sampling::KeepProbability;
+use crate::window::WorkloadWindow;
+use crate::wire::AuthKey;
+use polyphony_spec::{Nanos, SpecError};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use thiserror::Error;
+use tokio::net::UdpSocket;
+
+/// Settings of an aggregator.
+#[derive(Debug, Clone)]
+pub struct AggregatorConfig {
+    /// Address to receive agents' datagrams on.
+    pub listen: SocketAddr,
+    /// Verify HMAC tags with this key (untagged datagrams are then dropped).
+    pub key: Option<AuthKey>,
+    /// Further sampling here (nested with the agents').
+    pub sample: KeepProbability,
+    /// How far apart two sides' open times may be and still merge.
+    pub merge_tolerance: Duration,
+    /// How long closed connections are kept for windows.
+    pub retention: Duration,
+    /// Socket receive buffer to request, bytes (root may exceed `net.core.rmem_max`).
+    pub recv_buffer: usize,
+    /// Address → host id for windows.
+    pub hosts: HostMap,
+    /// Forward accepted records here.
+    pub upstream: Option<UpstreamConfig>,
+}
+
+/// Where and how to forward.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// The upstream aggregator.
+    pub addr: SocketAddr,
+    /// This aggregator's agent id towards the upstream.
+    pub id: u32,
+    /// Tag forwarded datagrams with this key.
+    pub key: Option<AuthKey>,
+}
+
+impl AggregatorConfig {
+    /// Defaults for everything but the address.
+    pub fn new(listen: SocketAddr) -> AggregatorConfig {
+        AggregatorConfig {
+            listen,
+            key: None,
+            sample: KeepProbability::ALL,
+            merge_tolerance: Duration::from_secs(1),
+            retention: Duration::from_secs(600),
+            recv_buffer: 8 << 20,
+            hosts: HostMap::default(),
+            upstream: None,
+        }
+    }
+}
+
+/// Why the aggregator stopped or a window could not be built.
+#[derive(Debug, Error)]
+pub enum AggregatorError {
+    /// Socket trouble.
+    #[error("aggregator socket {addr}: {source}")]
+    Io {
+        /// The address involved.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The forwarder could not start.
+    #[error("upstream forwarder: {0}")]
+    Upstream(#[from] crate::agent::AgentError),
+    /// The captured flows do not form a valid workload.
+    #[error("building the workload window: {0}")]
+    Window(#[from] SpecError),
+}
+
+/// Unix time now.
+pub fn unix_now() -> Nanos {
+    Nanos(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    )
+}
+
+/// A handle on a running (or about to run) aggregator.
+#[derive(Debug, Clone)]
+pub struct Aggregator {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    cfg: AggregatorConfig,
+    collector: Mutex<Collector>,
+    socket: UdpSocket,
+    metrics: AggregatorMetrics,
+}
+
+fn set_recv_buffer(socket: &UdpSocket, bytes: usize) {
+    use std::os::fd::AsRawFd;
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: a valid socket fd and a pointer to a c_int of the stated size.
+        let rc = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            return;
+        }
+    }
+    tracing::warn!(
+        bytes,
+        "could not set the aggregator's receive buffer; bursts may be lost"
+    );
+}
+
+impl Aggregator {
+    /// Binds the listening socket. `metrics` receives every count (register it beforehand or
+    /// after, it is shared).
+    pub async fn bind(cfg: AggregatorConfig, metrics: AggregatorMetrics) -> Result<Aggregator, AggregatorError> {
+        let socket = UdpSocket::bind(cfg.listen)
+            .await
+            .map_err(|source| AggregatorError::Io {
+                addr: cfg.listen,
+                source,
+            })?;
+        set_recv_buffer(&socket, cfg.recv_buffer);
+        let collector = Collector::new(
+            CollectorConfig {
+                key: cfg.key.clone(),
+                sample: cfg.sample,
+                merge_tolerance: Nanos(cfg.merge_tolerance.as_nanos() as u64),
+            },
+            metrics.clone(),
+        );
+        Ok(Aggregator {
+            inner: Arc::new(Inner {
+                cfg,
+                collector: Mutex::new(collector),
+                socket,
+                metrics,
+            }),
+        })
+    }
+
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> Result<SocketAddr, AggregatorError> {
+        self.inner.socket.local_addr().map_err(|source| AggregatorError::Io {
+            addr: self.inner.cfg.listen,
+            source,
+        })
+    }
+
+    /// The counters.
+    pub fn metrics(&self) -> &AggregatorMetrics {
+        &self.inner.metrics
+    }
+
+    fn collector(&self) -> MutexGuard<'_, Collector> {
+        // A panic while holding the lock cannot leave the table half-updated in a way that
+        // matters for counting; keep serving.
+        self.inner.collector.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The workload of connections opened in the last `span`, up to now.
+    pub fn window(&self, span: Duration) -> Result<WorkloadWindow, AggregatorError> {
+        let to = unix_now();
+        self.window_between(to.saturating_sub(Nanos(span.as_nanos() as u64)), to)
+    }
+
+    /// The workload of connections opened in `[from, to)` (Unix ns).
+    pub fn window_between(&self, from: Nanos, to: Nanos) -> Result<WorkloadWindow, AggregatorError> {
+        let flows = self.collector().flows_between(from, to);
+        Ok(WorkloadWindow::build(from, to, flows, &self.inner.cfg.hosts)?)
+    }
+
+    /// Agents seen, with (datagrams accepted in their current epoch, datagrams lost).
+    pub fn agents(&self) -> Vec<(u32, u64, u64)> {
+        self.collector().agents()
+    }
+
+    /// Receives until `shutdown` completes.
+    pub async fn serve(&self, shutdown: impl Future<Output = ()>) -> Result<(), AggregatorError> {
+        let mut forward = match &self.inner.cfg.upstream {
+            None => None,
+            Some(u) => {
+                let mut c = AgentConfig::new(u.id, u.addr);
+                c.key = u.key.clone();
+                c.batch_records = 24;
+                Some(Forwarder::new(c).await?)
+            }
+        };
+        let mut buf = vec![0u8; 65_536];
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let retention = Nanos(self.inner.cfg.retention.as_nanos() as u64);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tick.tick() => {
+                    self.collector().evict_before(unix_now().saturating_sub(retention));
+                    if let Some(f) = forward.as_mut() {
+                        f.flush(&self.inner.metrics).await;
+                    }
+                }
+                got = self.inner.socket.recv_from(&mut buf) => {
+                    let (n, from) = got.map_err(|source| AggregatorError::Io { addr: self.inner.cfg.listen, source })?;
+                    let accepted = self.collector().ingest(&buf[..n]);
+                    match accepted {
+                        Ok(a) => {
+                            if let Some(f) = forward.as_mut() {
+                                for (r, k) in a.records {
+                                    f.push(r, k, &self.inner.metrics).await;
+                                }
+                            }
+                        }
+                        Err(e) => tracing::debug!(%from, error = %e, "rejected a datagram"),
+                    }
+                }
+            }
+        }
+        if let Some(f) = forward.as_mut() {
+            f.flush(&self.inner.metrics).await;
+        }
+        Ok(())
+    }
+}
+
+/// One sender per keep probability (a datagram carries one probability).
+struct Forwarder {
+    base: AgentConfig,
+    senders: Vec<(KeepProbability, Sender)>,
+    counts: AgentMetrics,
+}
+
+impl Forwarder {
+    async fn new(base: AgentConfig) -> Result<Forwarder, AggregatorError> {
+        Ok(Forwarder {
+            base,
+            senders: Vec::new(),
+            counts: AgentMetrics::default(),
+        })
+    }
+
+    async fn push(&mut self, r: FlowRecord, keep: KeepProbability, metrics: &AggregatorMetrics) {
+        let i = match self.senders.iter().position(|(k, _)| *k == keep) {
+            Some(i) => i,
+            None => {
+                let mut c = self.base.clone();
+                c.sample = keep;
+                // Streams with different probabilities need distinct ids towards the upstream.
+                c.agent_id = self.base.agent_id.wrapping_add(self.senders.len() as u32);
+                match Sender::new(c, self.counts.clone()).await {
+                    Ok(s) => self.senders.push((keep, s)),
+                    Err(e) => {
+                        self.counts.send_errors.inc();
+                        metrics.forward_errors.inc();
+                        tracing::warn!(error = %e, "cannot open the upstream socket");
+                        return;
+                    }
+                }
+                self.senders.len() - 1
+            }
+        };
+        let s = &mut self.senders[i].1;
+        let before = s.next_seq();
+        s.push(r).await;
+        self.account(before, i, metrics);
+    }
+
+    fn account(&self, seq_before: u64, i: usize, metrics: &AggregatorMetrics) {
+        let sent = self.senders[i].1.next_seq() - seq_before;
+        let errors = self.counts.send_errors.get() - metrics.forward_errors.get().min(self.counts.send_errors.get());
+        metrics.forward_errors.inc_by(errors);
+        metrics.forwarded_datagrams.inc_by(sent.saturating_sub(errors));
+    }
+
+    async fn flush(&mut self, metrics: &AggregatorMetrics) {
+        for i in 0..self.senders.len() {
+            let before = self.senders[i].1.next_seq();
+            self.senders[i].1.flush().await;
+            self.account(before, i, metrics);
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Stand-alone `workfeed agent|aggregator` (the `polyphony` binary mounts the same commands).
+//! Metrics are registered but not served here; the daemon serves them.
+
+use clap::Parser;
+use prometheus_client::registry::Registry;
+use workfeed::cli::{run_agent_command, run_aggregator_command, WorkfeedCommand};
+
+#[derive(Parser)]
+#[command(name = "workfeed", about = "Workfeed: eBPF flow capture, agents and aggregators")]
+struct Cli {
+    #[command(subcommand)]
+    command: WorkfeedCommand,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let cli = Cli::parse();
+    let mut registry = Registry::default();
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    match cli.command {
+        WorkfeedCommand::Agent(a) => run_agent_command(a, &mut registry, shutdown).await?,
+        WorkfeedCommand::Aggregator(a) => run_aggregator_command(a, &mut registry, shutdown).await?,
+    }
+    Ok(())
+}

@@ -1,0 +1,339 @@
+//! Command-line and TOML configuration of `workfeed agent` and `workfeed aggregator`, and the run
+//! functions the `polyphony` binary mounts as `polyphony workfeed agent|aggregator`.
+//!
+//! Every flag can also come from a TOML file (`--config`), with the same names in snake_case;
+//! a flag given on the command line wins over the file. Touches what the agent and aggregator
+//! touch, plus the files named by the flags (read only, except `--trace-out`).
+
+use crate::agent::{run_agent, AgentConfig, AgentError};
+use crate::aggregator::{Aggregator, AggregatorConfig, AggregatorError, UpstreamConfig};
+use crate::hosts::HostMap;
+use crate::loader::{LoadError, ProbeFilter};
+use crate::metrics::{AgentMetrics, AggregatorMetrics};
+use crate::sampling::{BadProbability, KeepProbability};
+use crate::wire::{AuthKey, KeyError};
+use clap::{Args, Subcommand};
+use prometheus_client::registry::Registry;
+use serde::Deserialize;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use thiserror::Error;
+
+/// `workfeed agent|aggregator`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum WorkfeedCommand {
+    /// Capture this host's TCP flows with eBPF and send them to an aggregator.
+    Agent(AgentArgs),
+    /// Receive flow records from agents, de-duplicate, serve workload windows, forward upstream.
+    Aggregator(AggregatorArgs),
+}
+
+/// Flags of `workfeed agent`.
+#[derive(Debug, Clone, Default, Args, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentArgs {
+    /// TOML file with any of these settings (flags win).
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Aggregator address, e.g. 10.0.0.1:7447.
+    #[arg(long)]
+    pub aggregator: Option<SocketAddr>,
+    /// This agent's id (default: derived from the host name).
+    #[arg(long)]
+    pub agent_id: Option<u32>,
+    /// Keep probability of hash-based sampling, in (0, 1].
+    #[arg(long)]
+    pub sample: Option<f64>,
+    /// Records per datagram (1..=1300).
+    #[arg(long)]
+    pub batch_records: Option<usize>,
+    /// Longest a record waits before it is sent, milliseconds.
+    #[arg(long)]
+    pub flush_ms: Option<u64>,
+    /// File holding the shared HMAC-SHA256 key (≥ 16 bytes).
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// Capture only connections to these server ports (repeatable).
+    #[arg(long = "port")]
+    pub ports: Vec<u16>,
+    /// Capture only sockets in these network namespaces, given as files such as
+    /// /run/netns/NAME (repeatable).
+    #[arg(long = "netns")]
+    pub netns: Vec<PathBuf>,
+}
+
+/// Flags of `workfeed aggregator`.
+#[derive(Debug, Clone, Default, Args, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AggregatorArgs {
+    /// TOML file with any of these settings (flags win).
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (default 0.0.0.0:7447).
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// File holding the shared HMAC-SHA256 key; untagged datagrams are then dropped.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// Further keep probability applied here, in (0, 1].
+    #[arg(long)]
+    pub sample: Option<f64>,
+    /// Keep closed connections this many seconds (default 600).
+    #[arg(long)]
+    pub retention_s: Option<u64>,
+    /// TOML file mapping addresses to host ids (`"198.18.1.2" = 0`).
+    #[arg(long)]
+    pub hosts: Option<PathBuf>,
+    /// Forward accepted records to this upstream aggregator.
+    #[arg(long)]
+    pub upstream: Option<SocketAddr>,
+    /// This aggregator's agent id towards the upstream.
+    #[arg(long)]
+    pub upstream_id: Option<u32>,
+    /// Key file for tagging forwarded datagrams.
+    #[arg(long)]
+    pub upstream_key_file: Option<PathBuf>,
+    /// Every this many seconds, log per-class summaries of the last window (default 10).
+    #[arg(long)]
+    pub report_s: Option<u64>,
+    /// Window length for reports and `--trace-out`, seconds (default 60).
+    #[arg(long)]
+    pub window_s: Option<u64>,
+    /// Rewrite this file with the last window's flows (JSON lines) at every report.
+    #[arg(long)]
+    pub trace_out: Option<PathBuf>,
+}
+
+/// A configuration or start-up problem.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// A config file could not be read or parsed.
+    #[error("config file {path}: {why}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+    /// A required setting is missing.
+    #[error("missing setting `{0}`: give --{1} or set it in the --config file")]
+    Missing(&'static str, &'static str),
+    /// Bad probability.
+    #[error(transparent)]
+    Probability(#[from] BadProbability),
+    /// Bad key.
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    /// Probe / netns problem.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The agent failed.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The aggregator failed.
+    #[error(transparent)]
+    Aggregator(#[from] AggregatorError),
+    /// Writing the trace failed.
+    #[error("writing {0}: {1}")]
+    Write(PathBuf, String),
+}
+
+fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Config {
+        path: path.into(),
+        why: e.to_string(),
+    })?;
+    toml::from_str(&text).map_err(|e| CliError::Config {
+        path: path.into(),
+        why: e.to_string(),
+    })
+}
+
+fn key(path: Option<&PathBuf>) -> Result<Option<AuthKey>, CliError> {
+    path.map(|p| AuthKey::from_file(p)).transpose().map_err(CliError::from)
+}
+
+fn host_agent_id() -> u32 {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    name.trim()
+        .bytes()
+        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+impl AgentArgs {
+    /// Merges the `--config` file under the flags.
+    pub fn resolve(self) -> Result<AgentArgs, CliError> {
+        let Some(path) = self.config.clone() else {
+            return Ok(self);
+        };
+        let file: AgentArgs = read_toml(&path)?;
+        Ok(AgentArgs {
+            config: Some(path),
+            aggregator: self.aggregator.or(file.aggregator),
+            agent_id: self.agent_id.or(file.agent_id),
+            sample: self.sample.or(file.sample),
+            batch_records: self.batch_records.or(file.batch_records),
+            flush_ms: self.flush_ms.or(file.flush_ms),
+            key_file: self.key_file.or(file.key_file),
+            ports: if self.ports.is_empty() { file.ports } else { self.ports },
+            netns: if self.netns.is_empty() { file.netns } else { self.netns },
+        })
+    }
+
+    /// The agent configuration and probe filter these settings describe.
+    pub fn to_config(&self) -> Result<(AgentConfig, ProbeFilter), CliError> {
+        let aggregator = self.aggregator.ok_or(CliError::Missing("aggregator", "aggregator"))?;
+        let mut cfg = AgentConfig::new(self.agent_id.unwrap_or_else(host_agent_id), aggregator);
+        if let Some(p) = self.sample {
+            cfg.sample = KeepProbability::new(p)?;
+        }
+        if let Some(n) = self.batch_records {
+            cfg.batch_records = n;
+        }
+        if let Some(ms) = self.flush_ms {
+            cfg.flush_interval = Duration::from_millis(ms.max(1));
+        }
+        cfg.key = key(self.key_file.as_ref())?;
+        let netns_inodes = self
+            .netns
+            .iter()
+            .map(|p| ProbeFilter::netns_inode(p))
+            .collect::<Result<_, _>>()?;
+        Ok((
+            cfg,
+            ProbeFilter {
+                server_ports: self.ports.clone(),
+                netns_inodes,
+            },
+        ))
+    }
+}
+
+impl AggregatorArgs {
+    /// Merges the `--config` file under the flags.
+    pub fn resolve(self) -> Result<AggregatorArgs, CliError> {
+        let Some(path) = self.config.clone() else {
+            return Ok(self);
+        };
+        let f: AggregatorArgs = read_toml(&path)?;
+        Ok(AggregatorArgs {
+            config: Some(path),
+            listen: self.listen.or(f.listen),
+            key_file: self.key_file.or(f.key_file),
+            sample: self.sample.or(f.sample),
+            retention_s: self.retention_s.or(f.retention_s),
+            hosts: self.hosts.or(f.hosts),
+            upstream: self.upstream.or(f.upstream),
+            upstream_id: self.upstream_id.or(f.upstream_id),
+            upstream_key_file: self.upstream_key_file.or(f.upstream_key_file),
+            report_s: self.report_s.or(f.report_s),
+            window_s: self.window_s.or(f.window_s),
+            trace_out: self.trace_out.or(f.trace_out),
+        })
+    }
+
+    /// The aggregator configuration these settings describe.
+    pub fn to_config(&self) -> Result<AggregatorConfig, CliError> {
+        let listen = self.listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 7447)));
+        let mut cfg = AggregatorConfig::new(listen);
+        cfg.key = key(self.key_file.as_ref())?;
+        if let Some(p) = self.sample {
+            cfg.sample = KeepProbability::new(p)?;
+        }
+        if let Some(s) = self.retention_s {
+            cfg.retention = Duration::from_secs(s);
+        }
+        if let Some(h) = &self.hosts {
+            cfg.hosts = read_toml::<HostMap>(h)?;
+        }
+        if let Some(addr) = self.upstream {
+            cfg.upstream = Some(UpstreamConfig {
+                addr,
+                id: self.upstream_id.unwrap_or_else(host_agent_id),
+                key: key(self.upstream_key_file.as_ref())?,
+            });
+        }
+        Ok(cfg)
+    }
+}
+
+/// Runs `workfeed agent` until `shutdown`; its counters go into `registry`.
+pub async fn run_agent_command(
+    args: AgentArgs,
+    registry: &mut Registry,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), CliError> {
+    let (cfg, filter) = args.resolve()?.to_config()?;
+    let metrics = AgentMetrics::default();
+    metrics.register(registry);
+    run_agent(cfg, filter, metrics, shutdown).await?;
+    Ok(())
+}
+
+/// Binds `workfeed aggregator` (so the caller can query windows through the returned handle)
+/// and returns it with the future that serves until `shutdown`.
+pub async fn start_aggregator_command(
+    args: AggregatorArgs,
+    registry: &mut Registry,
+) -> Result<(Aggregator, AggregatorArgs), CliError> {
+    let args = args.resolve()?;
+    let cfg = args.to_config()?;
+    let metrics = AggregatorMetrics::default();
+    metrics.register(registry);
+    let agg = Aggregator::bind(cfg, metrics).await?;
+    Ok((agg, args))
+}
+
+/// Runs `workfeed aggregator` until `shutdown`, logging per-class summaries every `report_s`
+/// and rewriting `trace_out` with the last window.
+pub async fn run_aggregator_command(
+    args: AggregatorArgs,
+    registry: &mut Registry,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), CliError> {
+    let (agg, args) = start_aggregator_command(args, registry).await?;
+    tracing::info!(listen = ?agg.local_addr().ok(), "Workfeed aggregator listening");
+    let report = Duration::from_secs(args.report_s.unwrap_or(10).max(1));
+    let window = Duration::from_secs(args.window_s.unwrap_or(60).max(1));
+    let reporter = {
+        let agg = agg.clone();
+        let out = args.trace_out.clone();
+        async move {
+            let mut tick = tokio::time::interval(report);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                match agg.window(window) {
+                    Ok(w) => {
+                        for c in &w.classes {
+                            tracing::info!(
+                                dscp = c.dscp.value(),
+                                flows = c.flows,
+                                arrivals_per_s = c.arrival_rate_per_s,
+                                load_mbps = c.load.as_mbps(),
+                                mean_size = c.mean_size,
+                                "workload window"
+                            );
+                        }
+                        if let Some(p) = &out {
+                            if let Err(e) = std::fs::write(p, w.workload.to_jsonl()) {
+                                return Err::<(), _>(CliError::Write(p.clone(), e.to_string()));
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "building the workload window failed"),
+                }
+            }
+        }
+    };
+    tokio::pin!(shutdown);
+    tokio::select! {
+        r = agg.serve(&mut shutdown) => r?,
+        r = reporter => r?,
+    }
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! The aggregator's core: datagrams in, a de-duplicated connection table out. Pure: the caller
+//! supplies bytes and times; no sockets, no clock.
+//!
+//! A datagram is decoded ([`crate::wire::decode`]), checked against its agent's sequence state
+//! ([`SeqTracker`]) and then each record is merged into the table. Both sockets of a connection
+//! (client and server, possibly reported by different agents) merge into one [`Connection`] when
+//! their keys match and their open times are within the merge tolerance (hosts' clocks differ a
+//! little; a reused port pair is a new connection). A side reported again is a duplicate.
+//! Every rejection increments a counter in [`AggregatorMetrics`].
+
+use crate::metrics::{AgentLabel, AggregatorMetrics, ReasonLabel};
+use crate::record::{ConnKey, FlowRecord};
+use crate::sampling::KeepProbability;
+use crate::seq::{SeqTracker, Verdict};
+use crate::wire::{self, AuthKey};
+use polyphony_spec::{Bytes, Dscp, Nanos};
+use std::collections::HashMap;
+use std::net::SocketAddrV4;
+
+/// One connection with whichever of its sockets were reported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Connection {
+    /// Client and server.
+    pub key: ConnKey,
+    /// The client socket's record.
+    pub client: Option<FlowRecord>,
+    /// The server socket's record.
+    pub server: Option<FlowRecord>,
+    /// Probability this connection was kept by sampling.
+    pub keep: KeepProbability,
+}
+
+/// One direction of a connection that carried payload: what the model calls a flow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapturedFlow {
+    /// The connection.
+    pub key: ConnKey,
+    /// Sender of the payload.
+    pub src: SocketAddrV4,
+    /// Receiver of the payload.
+    pub dst: SocketAddrV4,
+    /// The sender's DSCP (the receiver's when the sender's socket was not reported).
+    pub dscp: Dscp,
+    /// Payload bytes (the larger of the sender's acked and the receiver's received count).
+    pub size: Bytes,
+    /// Connection open (the earliest reported side), Unix ns.
+    pub start: Nanos,
+    /// Connection close (the earliest reported side), Unix ns.
+    pub end: Nanos,
+    /// Weight 1/p.
+    pub weight: f64,
+    /// Smoothed RTT reported by the sender (0 when not reported).
+    pub srtt: Nanos,
+    /// Retransmissions reported by the sender.
+    pub retrans: u16,
+    /// Whether both sockets were reported.
+    pub both_sides: bool,
+}
+
+impl Connection {
+    fn start(&self) -> Nanos {
+        match (&self.client, &self.server) {
+            (Some(c), Some(s)) => c.start.min(s.start),
+            (Some(r), None) | (None, Some(r)) => r.start,
+            (None, None) => Nanos(0),
+        }
+    }
+    fn end(&self) -> Nanos {
+        match (&self.client, &self.server) {
+            (Some(c), Some(s)) => c.end.min(s.end),
+            (Some(r), None) | (None, Some(r)) => r.end,
+            (None, None) => Nanos(0),
+        }
+    }
+
+    /// The directions that carried payload, client→server first.
+    pub fn flows(&self) -> Vec<CapturedFlow> {
+        let mut out = Vec::with_capacity(2);
+        let (start, end) = (self.start(), self.end());
+        for (from, to, src, dst) in [
+            (&self.client, &self.server, self.key.client, self.key.server),
+            (&self.server, &self.client, self.key.server, self.key.client),
+        ] {
+            let sent = from.map_or(0, |r| r.bytes_sent.0);
+            let got = to.map_or(0, |r| r.bytes_received.0);
+            let size = sent.max(got);
+            if size == 0 {
+                continue;
+            }
+            let dscp = from.or(*to).map_or(Dscp::from_tos(0), |r| r.dscp);
+            out.push(CapturedFlow {
+                key: self.key,
+                src,
+                dst,
+                dscp,
+                size: Bytes(size),
+                start,
+                end,
+                weight: self.keep.weight(),
+                srtt: from.map_or(Nanos(0), |r| r.srtt),
+                retrans: from.map_or(0, |r| r.retrans),
+                both_sides: self.client.is_some() && self.server.is_some(),
+            });
+        }
+        out
+    }
+}
+
+/// Settings of the collector.
+#[derive(Debug, Clone)]
+pub struct CollectorConfig {
+    /// Require and verify HMAC tags with this key.
+    pub key: Option<AuthKey>,
+    /// Additional sampling at the aggregator.
+    pub sample: KeepProbability,
+    /// Two sides of a connection merge when their open times differ by at most this much.
+    pub merge_tolerance: Nanos,
+}
+
+impl Default for CollectorConfig {
+    fn default() -> Self {
+        CollectorConfig {
+            key: None,
+            sample: KeepProbability::ALL,
+            merge_tolerance: Nanos::SECOND,
+        }
+    }
+}
+
+/// What an accepted datagram contributed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Accepted {
+    /// Records newly merged into the table, with their keep probability (to forward upstream).
+    pub records: Vec<(FlowRecord, KeepProbability)>,
+}
+
+/// The de-duplicating connection table.
+#[derive(Debug)]
+pub struct Collector {
+    cfg: CollectorConfig,
+    seq: SeqTracker,
+    conns: HashMap<ConnKey, Vec<Connection>>,
+    count: usize,
+    metrics: AggregatorMetrics,
+}
+
+impl Collector {
+    /// An empty table that counts into `metrics`.
+    pub fn new(cfg: CollectorConfig, metrics: AggregatorMetrics) -> Collector {
+        Collector {
+            cfg,
+            seq: SeqTracker::default(),
+            conns: HashMap::new(),
+            count: 0,
+            metrics,
+        }
+    }
+
+    /// The counters.
+    pub fn metrics(&self) -> &AggregatorMetrics {
+        &self.metrics
+    }
+
+    fn reject(&self, reason: &str) {
+        self.metrics
+            .datagrams_rejected
+            .get_or_create(&ReasonLabel { reason: reason.into() })
+            .inc();
+    }
+    fn drop_record(&self, reason: &str) {
+        self.metrics
+            .records_dropped
+            .get_or_create(&ReasonLabel { reason: reason.into() })
+            .inc();
+    }
+
+    /// Takes one datagram. Errors are counted (by reason) and returned; they never panic.
+    pub fn ingest(&mut self, datagram: &[u8]) -> Result<Accepted, wire::DecodeError> {
+        let batch = match wire::decode(datagram, self.cfg.key.as_ref()) {
+            Ok(b) => b,
+            Err(e) => {
+                self.reject(e.kind());
+                return Err(e);
+            }
+        };
+        let verdict = self.seq.observe(batch.agent_id, batch.epoch, batch.seq);
+        self.metrics
+            .agent_lost_datagrams
+            .get_or_create(&AgentLabel {
+                agent: batch.agent_id.to_string(),
+            })
+            .set(i64::try_from(self.seq.lost(batch.agent_id)).unwrap_or(i64::MAX));
+        let reason = match verdict {
+            Verdict::Accept => None,
+            Verdict::Duplicate => Some("duplicate"),
+            Verdict::TooOld => Some("too_old"),
+            Verdict::StaleEpoch => Some("stale_epoch"),
+        };
+        if let Some(r) = reason {
+            self.reject(r);
+            return Ok(Accepted::default());
+        }
+        self.metrics.datagrams_accepted.inc();
+        // Decoding checked the probability, so this cannot fail; fall back to "unsampled".
+        let keep = KeepProbability::new(batch.keep_probability).unwrap_or(KeepProbability::ALL);
+        let mut out = Accepted::default();
+        for r in batch.records {
+            if let Some(k) = self.insert(r, keep) {
+                out.records.push((r, k));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Merges one record; returns its keep probability if it was new.
+    pub fn insert(&mut self, r: FlowRecord, keep: KeepProbability) -> Option<KeepProbability> {
+        let key = r.key();
+        if !self.cfg.sample.keeps(&key) {
+            self.drop_record("sampled_out");
+            return None;
+        }
+        let keep = keep.and(self.cfg.sample);
+        let tol = self.cfg.merge_tolerance.0;
+        let list = self.conns.entry(key).or_default();
+        let close = |c: &Connection| {
+            let s = c.start().0;
+            s.abs_diff(r.start.0) <= tol
+        };
+        if let Some(c) = list.iter_mut().find(|c| close(c)) {
+            let side = if r.active { &mut c.client } else { &mut c.server };
+            match side {
+                Some(existing) if *existing == r => {
+                    self.drop_record("duplicate");
+                    return None;
+                }
+                Some(_) => {
+                    // The same socket role twice with different content inside the merge window:
+                    // keep the first, count the other.
+                    self.drop_record("conflict");
+                    return None;
+                }
+                None => {
+                    *side = Some(r);
+                    c.keep = c.keep.and(keep);
+                }
+            }
+        } else {
+            let (client, server) = if r.active { (Some(r), None) } else { (None, Some(r)) };
+            list.push(Connection {
+                key,
+                client,
+                server,
+                keep,
+            });
+            self.count += 1;
+            self.metrics.connections.set(self.count as i64);
+        }
+        self.metrics.records_accepted.inc();
+        Some(keep)
+    }
+
+    /// Forgets connections that closed before `t` (Unix ns).
+    pub fn evict_before(&mut self, t: Nanos) {
+        let mut removed = 0;
+        self.conns.retain(|_, list| {
+            let before = list.len();
+            list.retain(|c| c.end() >= t);
+            removed += before - list.len();
+            !list.is_empty()
+        });
+        self.count -= removed;
+        self.metrics.connections.set(self.count as i64);
+    }
+
+    /// Every connection held.
+    pub fn connections(&self) -> impl Iterator<Item = &Connection> {
+        self.conns.values().flatten()
+    }
+
+    /// The flows (payload-carrying directions) whose connection opened in `[from, to)`, sorted by
+    /// start then key.
+    pub fn flows_between(&self, from: Nanos, to: Nanos) -> Vec<CapturedFlow> {
+        let mut v: Vec<CapturedFlow> = self
+            .connections()
+            .filter(|c| (from..to).contains(&c.start()))
+            .flat_map(Connection::flows)
+            .collect();
+        v.sort_by_key(|f| (f.start, f.key, f.src));
+        v
+    }
+
+    /// Agents seen, with (datagrams accepted in the current epoch, datagrams lost).
+    pub fn agents(&self) -> Vec<(u32, u64, u64)> {
+        let mut v: Vec<_> = self.seq.agents().collect();
+        v.sort_unstable();
+        v
+    }
+}

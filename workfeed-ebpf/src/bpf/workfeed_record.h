@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The record Workfeed's probe emits, and the indices and bits shared with userspace.
+ * Mirrored by workfeed-ebpf/src/record.rs; a layout change must change both (the Rust side
+ * asserts the size and offsets at compile time).
+ */
+#ifndef WORKFEED_RECORD_H
+#define WORKFEED_RECORD_H
+
+#define WF_MAX_OPEN_FLOWS 65536
+#define WF_RINGBUF_BYTES (1 << 22) /* 4 MiB: 87 381 records */
+#define WF_MAX_FILTER_ENTRIES 64
+#define WF_MASK48 0xffffffffffffULL
+
+/* wf_config[0] bits */
+#define WF_CFG_PORTS 1
+#define WF_CFG_NETNS 2
+
+/* record flag bits (bits 56..63 of received_class) */
+#define WF_FLAG_ACTIVE 1      /* this socket opened the connection (it is the client) */
+#define WF_FLAG_ESTABLISHED 2 /* the handshake completed */
+#define WF_FLAG_FIN_SENT 4    /* this socket sent a FIN (closed its side) */
+#define WF_FLAG_PEER_FIN 8    /* the peer's FIN arrived */
+
+/* wf_stats indices */
+#define WF_STAT_EVENTS 0            /* TCP state changes seen */
+#define WF_STAT_NOT_IPV4 1          /* skipped: not IPv4 */
+#define WF_STAT_FILTERED 2          /* skipped: port / netns filter */
+#define WF_STAT_OPENED 3            /* connections tracked */
+#define WF_STAT_UNTRACKED_CLOSE 4   /* closes of connections not tracked (opened before load, filtered) */
+#define WF_STAT_NEVER_ESTABLISHED 5 /* tracked attempts that closed before the handshake completed */
+#define WF_STAT_RINGBUF_FULL 6      /* records lost: ring buffer full */
+#define WF_STAT_EMITTED 7           /* records written to the ring buffer */
+#define WF_STAT_COUNT 8
+
+/*
+ * 48 bytes, no padding. Addresses in network byte order, everything else in host byte order.
+ * Timestamps are CLOCK_MONOTONIC (bpf_ktime_get_ns) nanoseconds.
+ */
+struct wf_record {
+	__u32 saddr;           /*  0: local IPv4 address (network byte order) */
+	__u32 daddr;           /*  4: remote IPv4 address (network byte order) */
+	__u16 sport;           /*  8: local port */
+	__u16 dport;           /* 10: remote port */
+	__u32 srtt_us;         /* 12: smoothed RTT at close, microseconds */
+	__u64 acked_retrans;   /* 16: bits 0..47 payload bytes sent and acked, 48..63 retransmitted segments */
+	__u64 received_class;  /* 24: bits 0..47 payload bytes received, 48..53 DSCP, 56..63 flags */
+	__u64 start_ns;        /* 32: SYN_SENT / SYN_RECV time */
+	__u64 end_ns;          /* 40: TCP_CLOSE time */
+};
+
+#endif
