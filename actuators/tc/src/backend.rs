@@ -161,7 +161,12 @@ impl TcBackend {
                 None => return Err(bad("ecn = \"bpf_map\" needs ecn_map_pin".into())),
             },
             EcnMode::Red | EcnMode::Auto => {
-                let p = probe_red(runner, transport.as_ref(), &cfg.tc);
+                let p = probe_red(runner, transport.as_ref(), &cfg.tc).map_err(|e| {
+                    bad(format!(
+                        "the sch_red capability probe `{}` could not run: {e}",
+                        transport.wrap(crate::probe::probe_command(&cfg.tc))
+                    ))
+                })?;
                 tracing::info!(actuator = %cfg.name, available = p.available, detail = %p.detail, "red probe");
                 let red = p.available;
                 let detail = p.detail.clone();
@@ -172,9 +177,11 @@ impl TcBackend {
                         return Err(bad(format!("ecn = \"red\" but {detail}; use ecn = \"bpf_map\"")))
                     }
                     (_, false, Some(pin)) => Ecn::Map(pin.clone()),
-                    (_, false, None) => return Err(bad(format!(
+                    (_, false, None) => {
+                        return Err(bad(format!(
                         "ecn = \"auto\": {detail}, and no ecn_map_pin is configured; set ecn_map_pin or ecn = \"none\""
-                    ))),
+                    )))
+                    }
                 }
             }
         };

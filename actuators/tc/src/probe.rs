@@ -46,21 +46,23 @@ pub fn probe_command(tc: &str) -> Command {
     ])
 }
 
-/// Runs the probe through `transport` and `runner`.
-pub fn probe_red(runner: &dyn Runner, transport: &dyn Transport, tc: &str) -> RedProbe {
+/// Runs the probe through `transport` and `runner`. `Err` when the probe itself could not run
+/// (the device is unreachable, `unshare` is missing): the answer would be a guess.
+pub fn probe_red(runner: &dyn Runner, transport: &dyn Transport, tc: &str) -> Result<RedProbe, RunError> {
     let cmd = transport.wrap(probe_command(tc));
     match runner.run(&cmd) {
-        Ok(_) => RedProbe {
+        Ok(_) => Ok(RedProbe {
             available: true,
             detail: "sch_red present: `red … ecn` accepted".into(),
-        },
-        Err(RunError::Failed { stderr, .. }) => RedProbe {
-            available: false,
-            detail: format!("sch_red unavailable: {stderr}"),
-        },
-        Err(e) => RedProbe {
-            available: false,
-            detail: format!("probe could not run ({e}); assuming no sch_red"),
-        },
+        }),
+        Err(RunError::Failed { stderr, .. })
+            if stderr.contains("qdisc kind is unknown") || stderr.contains("Unknown qdisc") =>
+        {
+            Ok(RedProbe {
+                available: false,
+                detail: format!("sch_red unavailable: {stderr}"),
+            })
+        }
+        Err(e) => Err(e),
     }
 }

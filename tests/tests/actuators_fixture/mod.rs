@@ -468,3 +468,5 @@ impl Runner for FaultRunner {
         self.inner.run(cmd)
     }
 }
+
+pub mod sshd;
