@@ -39,6 +39,11 @@ pub trait Backend: Send {
     fn command(&self, item: &Self::Item, value: Option<&Self::Value>) -> Result<Command, ActuatorError>;
     /// The configuration knobs a native state stands for.
     fn to_partial(&self, state: &NativeState<Self::Item, Self::Value>) -> PartialConfig;
+    /// Where a change goes in the plan: lower ranks first, ties in item order (the default for
+    /// every change). A switch that refuses weights summing above 100 % ranks decreases first.
+    fn rank(&self, _item: &Self::Item, _from: Option<&Self::Value>, _to: Option<&Self::Value>) -> u8 {
+        0
+    }
 }
 
 /// Drives a [`Backend`]; implements [`Actuator`].
@@ -105,16 +110,23 @@ impl<B: Backend> Engine<B> {
             if have.as_ref() == want.as_ref() {
                 continue;
             }
-            steps.push(Step {
-                actuator: self.backend.name().into(),
-                item: item.to_string(),
-                from: render(have.as_ref()),
-                to: render(want.as_ref()),
-                forward: self.backend.command(item, want.as_ref())?,
-                undo: self.backend.command(item, have.as_ref())?,
-            });
+            let rank = self.backend.rank(item, have.as_ref(), want.as_ref());
+            steps.push((
+                rank,
+                Step {
+                    actuator: self.backend.name().into(),
+                    item: item.to_string(),
+                    from: render(have.as_ref()),
+                    to: render(want.as_ref()),
+                    forward: self.backend.command(item, want.as_ref())?,
+                    undo: self.backend.command(item, have.as_ref())?,
+                },
+            ));
         }
-        Ok(Plan { steps })
+        steps.sort_by_key(|(rank, _)| *rank);
+        Ok(Plan {
+            steps: steps.into_iter().map(|(_, s)| s).collect(),
+        })
     }
 
     fn live_rendered(&self) -> Result<BTreeMap<String, String>, ActuatorError> {

@@ -171,6 +171,17 @@ impl<D: Dialect> Backend for VendorBackend<D> {
         Ok(self.transport.wrap(self.dialect.set(&self.cfg, item, value)))
     }
 
+    /// Weight decreases first, then increases, then ECN profiles: the percentages on the switch
+    /// never sum above 100 in between (undo runs in reverse, which again lowers before raising).
+    fn rank(&self, item: &QueueItem, from: Option<&QueueValue>, to: Option<&QueueValue>) -> u8 {
+        match (item, from, to) {
+            (QueueItem::Weight { .. }, Some(QueueValue::Percent(a)), Some(QueueValue::Percent(b))) if b < a => 0,
+            (QueueItem::Weight { .. }, _, None) => 0,
+            (QueueItem::Weight { .. }, _, _) => 1,
+            (QueueItem::Ecn { .. }, _, _) => 2,
+        }
+    }
+
     fn to_partial(&self, state: &NativeState<QueueItem, QueueValue>) -> PartialConfig {
         let mut p = PartialConfig::default();
         for (item, v) in state {

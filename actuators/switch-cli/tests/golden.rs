@@ -1,0 +1,153 @@
+//! Golden tests of the rendered configurations per dialect: the dry-run plan from one
+//! configuration to another, and the one-time setup scripts. Regenerate after an intended
+//! change with `UPDATE_GOLDEN=1 cargo test -p polyphony-actuator-switch-cli --test golden`
+//! and review the diff.
+
+use polyphony_actuator::{Command, Output, RunError, Runner, SshConfig};
+use polyphony_actuator_switch_cli::{
+    switch_actuator_with, DellOs9, QueueMap, Sonic, SwitchConfig, VendorBackend, VendorConfig,
+};
+use polyphony_actuator_tc::{EcnMode, TcConfig};
+use polyphony_spec::{BitsPerSec, Bytes, Dscp, NetworkConfig, Packets};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Planning must not run anything: this runner fails the test if asked to.
+struct NoCommands;
+impl Runner for NoCommands {
+    fn run(&self, cmd: &Command) -> Result<Output, RunError> {
+        panic!("planning ran a command: {cmd}");
+    }
+}
+
+fn ssh() -> SshConfig {
+    SshConfig {
+        host: "s4048.example.net".into(),
+        user: "polyphony".into(),
+        port: 22,
+        identity: "/etc/polyphony/switch_ed25519".into(),
+        known_hosts: "/etc/polyphony/known_hosts".into(),
+        connect_timeout_secs: 5,
+        client_namespace: None,
+        ssh: "ssh".into(),
+    }
+}
+
+fn vendor() -> VendorConfig {
+    VendorConfig {
+        name: "switch".into(),
+        ssh: ssh(),
+        ports: vec!["TenGigabitEthernet 1/48".into()],
+        queues: vec![
+            QueueMap {
+                dscp: Dscp::AF11,
+                queue: 1,
+            },
+            QueueMap {
+                dscp: Dscp::AF21,
+                queue: 2,
+            },
+            QueueMap {
+                dscp: Dscp::AF31,
+                queue: 3,
+            },
+        ],
+        link_rate: BitsPerSec::from_gbps(10),
+        object_prefix: "polyphony".into(),
+        timeout_ms: 30_000,
+    }
+}
+
+fn from_to() -> (NetworkConfig, NetworkConfig) {
+    let dscps = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
+    let from = NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10));
+    let mut to = from.clone();
+    for (c, (w, k)) in to
+        .classes
+        .iter_mut()
+        .zip([(0.2, 20_000), (1.0 / 3.0, 30_000), (0.4666667, 90_000)])
+    {
+        c.weight = w;
+        c.ecn_threshold = Bytes(k);
+    }
+    (from, to)
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).expect("write golden file");
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1 to create it", path.display()));
+    assert_eq!(
+        actual, want,
+        "rendering of {name} changed; review and regenerate with UPDATE_GOLDEN=1"
+    );
+}
+
+fn plan_text(cfg: SwitchConfig) -> String {
+    let a = switch_actuator_with(cfg, Arc::new(NoCommands)).expect("build");
+    let (from, to) = from_to();
+    a.plan(&from, &to).expect("plan").to_string()
+}
+
+#[test]
+fn dell_os9_plan_is_golden() {
+    golden("dell-os9.plan.txt", &plan_text(SwitchConfig::DellOs9(vendor())));
+}
+
+#[test]
+fn sonic_plan_is_golden() {
+    golden("sonic.plan.txt", &plan_text(SwitchConfig::Sonic(vendor())));
+}
+
+#[test]
+fn linux_tc_plan_is_golden() {
+    let mut tc = TcConfig::new(None, "rx", BitsPerSec::from_mbps(100));
+    tc.ecn = EcnMode::BpfMap;
+    tc.ecn_map_pin = Some("/sys/fs/bpf/polyphony/pp/ecn_thresh_ns".into());
+    let mut s = ssh();
+    s.host = "198.18.100.1".into();
+    s.user = "root".into();
+    golden("linux-tc.plan.txt", &plan_text(SwitchConfig::LinuxTc { ssh: s, tc }));
+}
+
+#[test]
+fn setup_scripts_are_golden() {
+    let t: Arc<dyn polyphony_actuator::Transport> = Arc::new(polyphony_actuator::Local);
+    let os9 = VendorBackend::new(vendor(), DellOs9, t.clone()).expect("os9");
+    golden("dell-os9.setup.txt", &os9.setup_script());
+    let mut v = vendor();
+    v.ports = vec!["Ethernet0".into(), "Ethernet4".into()];
+    let sonic = VendorBackend::new(v, Sonic, t).expect("sonic");
+    golden("sonic.setup.txt", &sonic.setup_script());
+}
+
+#[test]
+fn invalid_targets_name_class_and_knob_without_commands() {
+    let a = switch_actuator_with(SwitchConfig::DellOs9(vendor()), Arc::new(NoCommands)).expect("build");
+    let (from, mut to) = from_to();
+    to.classes[2].ecn_threshold = Bytes(64 * 1024 * 1024);
+    let e = a.plan(&from, &to).expect_err("K above the buffer accepted");
+    assert!(e.to_string().contains("class AF31 (DSCP 26).ecn_threshold"), "{e}");
+    let mut to2 = from.clone();
+    to2.classes.push(polyphony_spec::ClassConfig {
+        dscp: Dscp::new(46).expect("EF"),
+        weight: 0.1,
+        ecn_threshold: Bytes(1000),
+        init_cwnd: Packets(10),
+        buffer: None,
+    });
+    for c in to2.classes.iter_mut().take(3) {
+        c.weight = 0.3;
+    }
+    let e = a.plan(&from, &to2).expect_err("unmapped class accepted");
+    assert!(
+        e.to_string().contains("class EF (DSCP 46).weight") && e.to_string().contains("no egress queue"),
+        "{e}"
+    );
+}
