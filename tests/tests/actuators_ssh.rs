@@ -84,7 +84,7 @@ fn switch_cli_linux_tc_changes_weights_through_sshd() {
     same_config(&got, &target).expect("weights read back over ssh");
     let classes = must(&["tc", "-n", "ppa6-sw", "-d", "class", "show", "dev", "rx"]);
     assert!(
-        classes.contains("class htb 1:26 parent 1:1 leaf 26: prio 0 quantum 3000 rate 50Mbit"),
+        classes.contains("class htb 1:26 parent 1:1 leaf 26: prio 0 quantum 3028 rate 50Mbit"),
         "{classes}"
     );
     assert!(sw.plan_live(&target).expect("plan").is_empty());

@@ -46,11 +46,11 @@ fn tc_round_trip_plan_apply_read_back_rollback() {
     let plan = tc.plan_live(&target).expect("plan");
     println!("{plan}");
     assert_eq!(bed.snapshot(), before, "planning changed the system");
-    // AF21 keeps weight 0.3 and quantum 2250, so its HTB class is not touched.
+    // AF21 keeps weight 0.3 and quantum 2271, so its HTB class is not touched.
     assert_eq!(plan.len(), 8, "2 HTB classes + 3 leaves + 3 map entries");
     let cmds = plan.commands();
     assert!(
-        cmds.contains(&"tc -n ppa1-sw class change dev rx parent 1:1 classid 1:10 htb rate 20000000bit ceil 100000000bit quantum 1500".to_string()),
+        cmds.contains(&"tc -n ppa1-sw class change dev rx parent 1:1 classid 1:10 htb rate 20000000bit ceil 100000000bit quantum 1514".to_string()),
         "{cmds:#?}"
     );
     assert!(

@@ -8,7 +8,7 @@ use polyphony_spec::NetworkConfig;
 pub struct Composite {
     name: String,
     members: Vec<Box<dyn Actuator + Send>>,
-    /// How many members the last successful apply touched (for roll back).
+    /// The members the last successful apply touched (for roll back).
     applied: Option<Vec<usize>>,
 }
 
@@ -111,6 +111,9 @@ impl Actuator for Composite {
                     done.push(i);
                 }
                 Err(e) => {
+                    // The members' own roll-back history is consumed by undoing them: the state
+                    // is what it was before this apply, with nothing left to roll back.
+                    self.applied = None;
                     let others = self.roll_back_members(&done);
                     return Err(ActuatorError::Composite {
                         failed: Box::new(e),

@@ -144,6 +144,12 @@ impl TcBackend {
         if cfg.mtu < 68 {
             return Err(bad(format!("mtu = {}: at least 68 bytes", cfg.mtu)));
         }
+        if cfg.min_quantum < 64 || cfg.min_quantum as u64 > MAX_QUANTUM {
+            return Err(bad(format!(
+                "min_quantum = {}: use 64..={MAX_QUANTUM} bytes (one full frame, 1514, is usual)",
+                cfg.min_quantum
+            )));
+        }
         let major = match cfg.parent.split_once(':') {
             Some((maj, min)) if !maj.is_empty() && !min.is_empty() => maj.to_string(),
             _ => {
@@ -321,14 +327,14 @@ impl Backend for TcBackend {
                     format!("gives a zero HTB rate at link rate {c_rate}; raise the weight"),
                 ));
             }
-            let q = class_quantum(c.weight, wmin, self.cfg.mtu);
+            let q = class_quantum(c.weight, wmin, self.cfg.min_quantum);
             if q > MAX_QUANTUM {
                 return Err(self.invalid(
                     format!("{w}.weight"),
                     c.weight,
                     format!(
                         "needs an HTB quantum of {q} B (> {MAX_QUANTUM} B) because the smallest weight is {wmin}; keep the largest/smallest weight ratio below {}",
-                        MAX_QUANTUM / self.cfg.mtu as u64
+                        MAX_QUANTUM / self.cfg.min_quantum as u64
                     ),
                 ));
             }
@@ -387,7 +393,7 @@ impl Backend for TcBackend {
                 Some(TcValue::Htb {
                     rate: class_rate(c.weight, c_rate),
                     ceil: c_rate,
-                    quantum: class_quantum(c.weight, wmin, self.cfg.mtu),
+                    quantum: class_quantum(c.weight, wmin, self.cfg.min_quantum),
                 }),
             );
             match &self.ecn {

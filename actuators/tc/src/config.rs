@@ -28,6 +28,9 @@ fn default_parent() -> String {
 fn default_mtu() -> u32 {
     1500
 }
+fn default_min_quantum() -> u32 {
+    1514
+}
 fn default_true() -> bool {
     true
 }
@@ -75,9 +78,13 @@ pub struct TcConfig {
     /// The pinned threshold map (u32 DSCP → u64 ns), needed for `ecn = "bpf_map"` and `auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_map_pin: Option<PathBuf>,
-    /// MTU in bytes: the smallest quantum and the smallest buffer.
+    /// MTU in bytes: the smallest class buffer, and `avpkt` of `red`.
     #[serde(default = "default_mtu")]
     pub mtu: u32,
+    /// The quantum of the class with the smallest weight (bytes; one full Ethernet frame, as
+    /// the testbed uses); the others get proportionally more.
+    #[serde(default = "default_min_quantum")]
+    pub min_quantum: u32,
     /// Whether per-class buffers (`buffer` knob) are applied to the `bfifo` leaves.
     #[serde(default = "default_true")]
     pub manage_buffers: bool,
@@ -105,6 +112,7 @@ impl TcConfig {
             ecn: EcnMode::Auto,
             ecn_map_pin: None,
             mtu: default_mtu(),
+            min_quantum: default_min_quantum(),
             manage_buffers: true,
             timeout_ms: default_timeout_ms(),
             tc: default_tc(),

@@ -7,7 +7,7 @@
 //! existing classes, leaves and map entries; it never builds or removes the tree (the testbed
 //! owns that). Mapping of knobs to settings (see [`rates`]):
 //! - weight w → `rate` = w·C (rounded to what tc prints exactly), `ceil` = C,
-//!   `quantum` = MTU · w / min(w) (≥ one MTU, proportional to w);
+//!   `quantum` = q_min · w / min(w) (q_min = 1514 B, one full frame; proportional to w);
 //! - ECN threshold K bytes → sojourn K·8/C ns in the map, or `red min K max K+1 … ecn`;
 //! - buffer → `bfifo limit`.
 #![warn(missing_docs)]

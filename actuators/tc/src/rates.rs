@@ -53,13 +53,14 @@ pub fn class_rate(weight: f64, link: BitsPerSec) -> BitsPerSec {
     quantize_rate(weight * link.0 as f64)
 }
 
-/// The HTB quantum of a class: `mtu · w / w_min`, so the smallest weight gets one MTU and the
-/// others proportionally more (HTB shares excess bandwidth in proportion to quantum).
-pub fn class_quantum(weight: f64, min_weight: f64, mtu: u32) -> u64 {
+/// The HTB quantum of a class: `q_min · w / w_min`, so the smallest weight gets `q_min` (one
+/// frame) and the others proportionally more (HTB shares excess bandwidth in proportion to
+/// quantum).
+pub fn class_quantum(weight: f64, min_weight: f64, q_min: u32) -> u64 {
     if min_weight.is_nan() || min_weight <= 0.0 {
-        return mtu as u64;
+        return q_min as u64;
     }
-    ((mtu as f64) * weight / min_weight).round().max(mtu as f64) as u64
+    ((q_min as f64) * weight / min_weight).round().max(q_min as f64) as u64
 }
 
 /// The sojourn-time threshold for K bytes at link rate C: K·8/C, rounded to the nearest ns.

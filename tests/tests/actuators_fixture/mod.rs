@@ -211,7 +211,7 @@ impl Bed {
                 "ceil",
                 &rate,
                 "quantum",
-                &class_quantum(c.weight, wmin, 1500).to_string(),
+                &class_quantum(c.weight, wmin, 1514).to_string(),
             ]);
             let limit = c.buffer.map(|b| b.0).unwrap_or(100_000).to_string();
             must(&[
