@@ -5,7 +5,7 @@
 //! (the benchmark feeds it synthetic records). Every datagram gets the next sequence number of
 //! this agent's epoch (the agent's start time), so the aggregator counts loss exactly.
 
-use crate::loader::{LoadError, Probe, ProbeFilter};
+use crate::loader::{LoadError, Probe, ProbeFilter, RecordReader};
 use crate::metrics::{AgentMetrics, ProbeLabel};
 use crate::record::FlowRecord;
 use crate::sampling::KeepProbability;
@@ -183,6 +183,81 @@ fn publish_probe_stats(probe: &Probe, metrics: &AgentMetrics) {
     }
 }
 
+/// A running agent: the attached probe, its ring-buffer reader and the sender.
+#[derive(Debug)]
+pub struct Agent {
+    probe: Probe,
+    reader: RecordReader,
+    sender: Sender,
+    metrics: AgentMetrics,
+}
+
+impl Agent {
+    /// Loads and attaches the probe with `filter` and binds the sending socket. Capture starts
+    /// here: connections opened after this returns are recorded. Needs a tokio runtime.
+    pub async fn start(cfg: AgentConfig, filter: &ProbeFilter, metrics: AgentMetrics) -> Result<Agent, AgentError> {
+        let mut probe = Probe::load(filter)?;
+        let reader = probe
+            .take_records()?
+            .ok_or(LoadError::MissingPart(workfeed_ebpf::names::RECORDS_MAP))?;
+        let sender = Sender::new(cfg, metrics.clone()).await?;
+        tracing::info!(filter = ?filter, "Workfeed probe attached to sock:inet_sock_set_state");
+        Ok(Agent {
+            probe,
+            reader,
+            sender,
+            metrics,
+        })
+    }
+
+    /// The probe (for its counters or to change filters).
+    pub fn probe_mut(&mut self) -> &mut Probe {
+        &mut self.probe
+    }
+
+    /// Forwards records until `shutdown` completes; then drains the ring buffer, sends what is
+    /// left and detaches the probe.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AgentError> {
+        let mut tick = tokio::time::interval(self.sender.flush_interval());
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut raw: Vec<RawRecord> = Vec::with_capacity(1024);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tick.tick() => {
+                    self.sender.flush().await;
+                    publish_probe_stats(&self.probe, &self.metrics);
+                }
+                got = self.reader.read(&mut raw, 1024) => {
+                    let n = got?;
+                    if n.skipped > 0 {
+                        tracing::warn!(skipped = n.skipped, "ring-buffer items of the wrong size");
+                    }
+                    self.forward(&mut raw).await;
+                }
+            }
+        }
+        // Drain what the kernel already wrote, then send it.
+        while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(50), self.reader.read(&mut raw, 1024)).await {
+            if n.records == 0 {
+                break;
+            }
+            self.forward(&mut raw).await;
+        }
+        self.sender.flush().await;
+        publish_probe_stats(&self.probe, &self.metrics);
+        Ok(())
+    }
+
+    async fn forward(&mut self, raw: &mut Vec<RawRecord>) {
+        let offset = monotonic_to_unix_offset();
+        for r in raw.drain(..) {
+            self.sender.push(FlowRecord::from_raw(&r, offset)).await;
+        }
+    }
+}
+
 /// Loads the probe with `filter` and runs the agent until `shutdown` completes; then flushes.
 pub async fn run_agent(
     cfg: AgentConfig,
@@ -190,46 +265,5 @@ pub async fn run_agent(
     metrics: AgentMetrics,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), AgentError> {
-    let mut probe = Probe::load(&filter)?;
-    let mut reader = probe
-        .take_records()?
-        .ok_or(LoadError::MissingPart(workfeed_ebpf::names::RECORDS_MAP))?;
-    let mut sender = Sender::new(cfg, metrics.clone()).await?;
-    tracing::info!(filter = ?filter, "Workfeed probe attached to sock:inet_sock_set_state");
-    let mut tick = tokio::time::interval(sender.flush_interval());
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut raw: Vec<RawRecord> = Vec::with_capacity(1024);
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            _ = tick.tick() => {
-                sender.flush().await;
-                publish_probe_stats(&probe, &metrics);
-            }
-            got = reader.read(&mut raw, 1024) => {
-                let n = got?;
-                if n.skipped > 0 {
-                    tracing::warn!(skipped = n.skipped, "ring-buffer items of the wrong size");
-                }
-                let offset = monotonic_to_unix_offset();
-                for r in raw.drain(..) {
-                    sender.push(FlowRecord::from_raw(&r, offset)).await;
-                }
-            }
-        }
-    }
-    // Drain what the kernel already wrote, then send it.
-    let offset = monotonic_to_unix_offset();
-    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(50), reader.read(&mut raw, 1024)).await {
-        if n.records == 0 {
-            break;
-        }
-        for r in raw.drain(..) {
-            sender.push(FlowRecord::from_raw(&r, offset)).await;
-        }
-    }
-    sender.flush().await;
-    publish_probe_stats(&probe, &metrics);
-    Ok(())
+    Agent::start(cfg, &filter, metrics).await?.run(shutdown).await
 }

@@ -8,7 +8,7 @@
 //! so the upstream de-duplicates and counts loss exactly as it does for agents.
 
 use crate::agent::{AgentConfig, Sender};
-use crate::collector::{Collector, CollectorConfig};
+use crate::collector::{Collector, CollectorConfig, Connection, FlowDirections};
 use crate::hosts::HostMap;
 use crate::metrics::{AgentMetrics, AggregatorMetrics};
 use crate::record::FlowRecord;
@@ -40,6 +40,8 @@ pub struct AggregatorConfig {
     pub recv_buffer: usize,
     /// Address → host id for windows.
     pub hosts: HostMap,
+    /// Which directions of a connection become flows in windows.
+    pub directions: FlowDirections,
     /// Forward accepted records here.
     pub upstream: Option<UpstreamConfig>,
 }
@@ -66,6 +68,7 @@ impl AggregatorConfig {
             retention: Duration::from_secs(600),
             recv_buffer: 8 << 20,
             hosts: HostMap::default(),
+            directions: FlowDirections::default(),
             upstream: None,
         }
     }
@@ -193,8 +196,17 @@ impl Aggregator {
 
     /// The workload of connections opened in `[from, to)` (Unix ns).
     pub fn window_between(&self, from: Nanos, to: Nanos) -> Result<WorkloadWindow, AggregatorError> {
-        let flows = self.collector().flows_between(from, to);
+        let flows = self.collector().flows_between(from, to, self.inner.cfg.directions);
         Ok(WorkloadWindow::build(from, to, flows, &self.inner.cfg.hosts)?)
+    }
+
+    /// The connections (both sides' records) that opened in `[from, to)` (Unix ns).
+    pub fn connections_between(&self, from: Nanos, to: Nanos) -> Vec<Connection> {
+        self.collector()
+            .connections()
+            .filter(|c| (from..to).contains(&c.start()))
+            .cloned()
+            .collect()
     }
 
     /// Agents seen, with (datagrams accepted in their current epoch, datagrams lost).

@@ -7,6 +7,7 @@
 
 use crate::agent::{run_agent, AgentConfig, AgentError};
 use crate::aggregator::{Aggregator, AggregatorConfig, AggregatorError, UpstreamConfig};
+use crate::collector::FlowDirections;
 use crate::hosts::HostMap;
 use crate::loader::{LoadError, ProbeFilter};
 use crate::metrics::{AgentMetrics, AggregatorMetrics};
@@ -88,6 +89,10 @@ pub struct AggregatorArgs {
     /// TOML file mapping addresses to host ids (`"198.18.1.2" = 0`).
     #[arg(long)]
     pub hosts: Option<PathBuf>,
+    /// Which directions of a connection become flows: `dominant` (one per connection, the
+    /// default) or `both`.
+    #[arg(long, value_enum)]
+    pub directions: Option<FlowDirections>,
     /// Forward accepted records to this upstream aggregator.
     #[arg(long)]
     pub upstream: Option<SocketAddr>,
@@ -227,6 +232,7 @@ impl AggregatorArgs {
             sample: self.sample.or(f.sample),
             retention_s: self.retention_s.or(f.retention_s),
             hosts: self.hosts.or(f.hosts),
+            directions: self.directions.or(f.directions),
             upstream: self.upstream.or(f.upstream),
             upstream_id: self.upstream_id.or(f.upstream_id),
             upstream_key_file: self.upstream_key_file.or(f.upstream_key_file),
@@ -249,6 +255,9 @@ impl AggregatorArgs {
         }
         if let Some(h) = &self.hosts {
             cfg.hosts = read_toml::<HostMap>(h)?;
+        }
+        if let Some(d) = self.directions {
+            cfg.directions = d;
         }
         if let Some(addr) = self.upstream {
             cfg.upstream = Some(UpstreamConfig {

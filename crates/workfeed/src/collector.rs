@@ -41,7 +41,8 @@ pub struct CapturedFlow {
     pub dst: SocketAddrV4,
     /// The sender's DSCP (the receiver's when the sender's socket was not reported).
     pub dscp: Dscp,
-    /// Payload bytes (the larger of the sender's acked and the receiver's received count).
+    /// Payload bytes: the sender's acknowledged count, or the receiver's received count when
+    /// the sender's socket was not reported.
     pub size: Bytes,
     /// Connection open (the earliest reported side), Unix ns.
     pub start: Nanos,
@@ -58,14 +59,16 @@ pub struct CapturedFlow {
 }
 
 impl Connection {
-    fn start(&self) -> Nanos {
+    /// Open time: the earliest reported side's, Unix ns.
+    pub fn start(&self) -> Nanos {
         match (&self.client, &self.server) {
             (Some(c), Some(s)) => c.start.min(s.start),
             (Some(r), None) | (None, Some(r)) => r.start,
             (None, None) => Nanos(0),
         }
     }
-    fn end(&self) -> Nanos {
+    /// Close time: the earliest reported side's, Unix ns.
+    pub fn end(&self) -> Nanos {
         match (&self.client, &self.server) {
             (Some(c), Some(s)) => c.end.min(s.end),
             (Some(r), None) | (None, Some(r)) => r.end,
@@ -73,17 +76,33 @@ impl Connection {
         }
     }
 
+    /// The flows of this connection under `directions`, client→server first.
+    pub fn flows(&self, directions: FlowDirections) -> Vec<CapturedFlow> {
+        let mut all = self.directions();
+        if directions == FlowDirections::Dominant && all.len() == 2 {
+            // Ties go to client→server (index 0).
+            let keep = usize::from(all[1].size > all[0].size);
+            all.swap(0, keep);
+            all.truncate(1);
+        }
+        all
+    }
+
     /// The directions that carried payload, client→server first.
-    pub fn flows(&self) -> Vec<CapturedFlow> {
+    fn directions(&self) -> Vec<CapturedFlow> {
         let mut out = Vec::with_capacity(2);
         let (start, end) = (self.start(), self.end());
         for (from, to, src, dst) in [
             (&self.client, &self.server, self.key.client, self.key.server),
             (&self.server, &self.client, self.key.server, self.key.client),
         ] {
-            let sent = from.map_or(0, |r| r.bytes_sent.0);
-            let got = to.map_or(0, |r| r.bytes_received.0);
-            let size = sent.max(got);
+            // The sender's acknowledged count is authoritative (it excludes SYN and FIN by
+            // sequence arithmetic); the receiver's count stands in when the sender is missing.
+            let size = match (from, to) {
+                (Some(f), _) => f.bytes_sent.0,
+                (None, Some(t)) => t.bytes_received.0,
+                (None, None) => 0,
+            };
             if size == 0 {
                 continue;
             }
@@ -104,6 +123,19 @@ impl Connection {
         }
         out
     }
+}
+
+/// Which directions of a connection become flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowDirections {
+    /// One flow per connection: the direction that carried more payload (a request/response or
+    /// an application-level ack does not add a second, tiny flow). The default: it matches a
+    /// workload generator's notion of a flow.
+    #[default]
+    Dominant,
+    /// Every direction that carried payload is a flow.
+    Both,
 }
 
 /// Settings of the collector.
@@ -277,13 +309,12 @@ impl Collector {
         self.conns.values().flatten()
     }
 
-    /// The flows (payload-carrying directions) whose connection opened in `[from, to)`, sorted by
-    /// start then key.
-    pub fn flows_between(&self, from: Nanos, to: Nanos) -> Vec<CapturedFlow> {
+    /// The flows whose connection opened in `[from, to)`, sorted by start then key.
+    pub fn flows_between(&self, from: Nanos, to: Nanos, directions: FlowDirections) -> Vec<CapturedFlow> {
         let mut v: Vec<CapturedFlow> = self
             .connections()
             .filter(|c| (from..to).contains(&c.start()))
-            .flat_map(Connection::flows)
+            .flat_map(|c| c.flows(directions))
             .collect();
         v.sort_by_key(|f| (f.start, f.key, f.src));
         v

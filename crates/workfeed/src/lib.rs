@@ -24,7 +24,7 @@ pub mod seq;
 pub mod window;
 pub mod wire;
 
-pub use collector::{CapturedFlow, Collector, CollectorConfig, Connection};
+pub use collector::{CapturedFlow, Collector, CollectorConfig, Connection, FlowDirections};
 pub use hosts::HostMap;
 pub use record::{ConnKey, FlowRecord};
 pub use sampling::KeepProbability;
