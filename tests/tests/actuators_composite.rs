@@ -3,17 +3,15 @@
 
 mod actuators_fixture;
 
-use actuators_fixture::{initial_config, same_config, target_config, Bed, Fault, FaultRunner};
+use actuators_fixture::{initial_config, root_or_skip, same_config, target_config, Bed, Fault, FaultRunner};
 use polyphony_actuator::{Actuator, ActuatorError, Composite, Local, RollbackOutcome};
 use polyphony_actuator_iproute::iproute_actuator_with;
 use polyphony_actuator_tc::tc_actuator_with;
-use polyphony_e2e::is_root;
 use std::sync::Arc;
 
 #[test]
 fn composite_failure_in_iproute_rolls_back_tc_too() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_or_skip() {
         return;
     }
     let bed = Bed::up("ppa5", 2);

@@ -3,17 +3,15 @@
 
 mod actuators_fixture;
 
-use actuators_fixture::{initial_config, must, target_config, Bed, FaultRunner};
+use actuators_fixture::{initial_config, must, root_or_skip, target_config, Bed, FaultRunner};
 use polyphony_actuator::{Actuator, ActuatorError, Local};
 use polyphony_actuator_iproute::iproute_actuator_with;
-use polyphony_e2e::is_root;
 use polyphony_spec::Packets;
 use std::sync::Arc;
 
 #[test]
 fn iproute_round_trip_and_invalid_windows() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_or_skip() {
         return;
     }
     let bed = Bed::up("ppa4", 3);

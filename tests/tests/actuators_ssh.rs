@@ -4,11 +4,10 @@
 mod actuators_fixture;
 
 use actuators_fixture::sshd::Sshd;
-use actuators_fixture::{initial_config, must, same_config, Bed, FaultRunner};
+use actuators_fixture::{initial_config, must, root_or_skip, same_config, Bed, FaultRunner};
 use polyphony_actuator::{ActuatorError, SshConfig};
 use polyphony_actuator_switch_cli::{switch_actuator_with, SwitchConfig};
 use polyphony_actuator_tc::{EcnMode, TcConfig};
-use polyphony_e2e::is_root;
 use polyphony_spec::Bytes;
 use std::sync::Arc;
 
@@ -36,8 +35,7 @@ fn switch_config(bed: &Bed, sshd: &Sshd, known_hosts: std::path::PathBuf) -> Swi
 
 #[test]
 fn switch_cli_linux_tc_changes_weights_through_sshd() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_or_skip() {
         return;
     }
     let bed = Bed::up("ppa6", 0);
@@ -96,24 +94,14 @@ fn switch_cli_linux_tc_changes_weights_through_sshd() {
 
 #[test]
 fn switch_cli_refuses_an_unknown_host_key() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_or_skip() {
         return;
     }
     let bed = Bed::up("ppa7", 0);
     let sshd = Sshd::start(&bed.ns("sw"), "198.18.100.1", &bed.ns("rx"));
     // A known_hosts that holds some other key for the switch's address.
     let other = sshd.dir.path().join("other_key");
-    must(&[
-        "ssh-keygen",
-        "-q",
-        "-t",
-        "ed25519",
-        "-N",
-        "",
-        "-f",
-        &other.display().to_string(),
-    ]);
+    actuators_fixture::sshd::keygen(&other);
     let wrong = sshd.dir.path().join("wrong_known_hosts");
     let other_pub = std::fs::read_to_string(other.with_extension("pub")).expect("other key");
     std::fs::write(&wrong, format!("198.18.100.1 {other_pub}")).expect("write");

@@ -3,10 +3,9 @@
 
 mod actuators_fixture;
 
-use actuators_fixture::{initial_config, must, same_config, target_config, Bed, Fault, FaultRunner};
+use actuators_fixture::{initial_config, must, root_or_skip, same_config, target_config, Bed, Fault, FaultRunner};
 use polyphony_actuator::{Actuator, ActuatorError, Local, RollbackOutcome};
 use polyphony_actuator_tc::{tc_actuator_with, TcActuator};
-use polyphony_e2e::is_root;
 use polyphony_spec::{Bytes, NetworkConfig, Packets};
 use std::sync::Arc;
 
@@ -23,8 +22,7 @@ fn read_full(a: &dyn Actuator, base: &NetworkConfig) -> NetworkConfig {
 
 #[test]
 fn tc_round_trip_plan_apply_read_back_rollback() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_or_skip() {
         return;
     }
     let bed = Bed::up("ppa1", 0);
@@ -89,8 +87,7 @@ fn tc_round_trip_plan_apply_read_back_rollback() {
 
 #[test]
 fn tc_invalid_targets_are_rejected_before_any_command() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_or_skip() {
         return;
     }
     let bed = Bed::up("ppa2", 0);
@@ -137,8 +134,7 @@ fn tc_invalid_targets_are_rejected_before_any_command() {
 
 #[test]
 fn tc_failure_halfway_rolls_back_and_names_the_operation() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    if !root_or_skip() {
         return;
     }
     let bed = Bed::up("ppa3", 0);

@@ -3,10 +3,11 @@
 //! change with `UPDATE_GOLDEN=1 cargo test -p polyphony-actuator-switch-cli --test golden`
 //! and review the diff.
 
-use polyphony_actuator::{Command, Output, RunError, Runner, SshConfig};
-use polyphony_actuator_switch_cli::{
-    switch_actuator_with, DellOs9, QueueMap, Sonic, SwitchConfig, VendorBackend, VendorConfig,
-};
+mod common;
+
+use common::{ssh, vendor};
+use polyphony_actuator::{Command, Output, RunError, Runner};
+use polyphony_actuator_switch_cli::{switch_actuator_with, DellOs9, Sonic, SwitchConfig, VendorBackend};
 use polyphony_actuator_tc::{EcnMode, TcConfig};
 use polyphony_spec::{BitsPerSec, Bytes, Dscp, NetworkConfig, Packets};
 use std::path::PathBuf;
@@ -17,44 +18,6 @@ struct NoCommands;
 impl Runner for NoCommands {
     fn run(&self, cmd: &Command) -> Result<Output, RunError> {
         panic!("planning ran a command: {cmd}");
-    }
-}
-
-fn ssh() -> SshConfig {
-    SshConfig {
-        host: "s4048.example.net".into(),
-        user: "polyphony".into(),
-        port: 22,
-        identity: "/etc/polyphony/switch_ed25519".into(),
-        known_hosts: "/etc/polyphony/known_hosts".into(),
-        connect_timeout_secs: 5,
-        client_namespace: None,
-        ssh: "ssh".into(),
-    }
-}
-
-fn vendor() -> VendorConfig {
-    VendorConfig {
-        name: "switch".into(),
-        ssh: ssh(),
-        ports: vec!["TenGigabitEthernet 1/48".into()],
-        queues: vec![
-            QueueMap {
-                dscp: Dscp::AF11,
-                queue: 1,
-            },
-            QueueMap {
-                dscp: Dscp::AF21,
-                queue: 2,
-            },
-            QueueMap {
-                dscp: Dscp::AF31,
-                queue: 3,
-            },
-        ],
-        link_rate: BitsPerSec::from_gbps(10),
-        object_prefix: "polyphony".into(),
-        timeout_ms: 30_000,
     }
 }
 

@@ -18,6 +18,23 @@ pub const LINK: BitsPerSec = BitsPerSec::from_mbps(100);
 /// The reference classes.
 pub const CLASSES: [Dscp; 3] = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
 
+/// True when the test may run (root); otherwise prints why it is skipped.
+pub fn root_or_skip() -> bool {
+    if polyphony_e2e::is_root() {
+        return true;
+    }
+    eprintln!("skipped: needs root");
+    false
+}
+
+fn htb_class(sw: &str, classid: &str, rate: &str, ceil: &str, quantum: u64) {
+    let q = quantum.to_string();
+    must(&[
+        "tc", "-n", sw, "class", "add", "dev", "rx", "parent", "1:1", "classid", classid, "htb", "rate", rate, "ceil",
+        ceil, "quantum", &q,
+    ]);
+}
+
 /// Runs a command; stdout, or a message with stderr.
 pub fn run(argv: &[&str]) -> Result<String, String> {
     let out = std::process::Command::new(argv[0])
@@ -169,50 +186,18 @@ impl Bed {
             "tc", "-n", &sw, "class", "add", "dev", "rx", "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
             "ceil", &rate,
         ]);
-        must(&[
-            "tc",
-            "-n",
-            &sw,
-            "class",
-            "add",
-            "dev",
-            "rx",
-            "parent",
-            "1:1",
-            "classid",
-            "1:99",
-            "htb",
-            "rate",
-            "1000000bit",
-            "ceil",
-            &rate,
-            "quantum",
-            "1500",
-        ]);
+        htb_class(&sw, "1:99", "1000000bit", &rate, 1514);
         let wmin = init.classes.iter().map(|c| c.weight).fold(1.0, f64::min);
         for c in &init.classes {
             let d = c.dscp.value();
             let cid = format!("1:{d}");
-            must(&[
-                "tc",
-                "-n",
+            htb_class(
                 &sw,
-                "class",
-                "add",
-                "dev",
-                "rx",
-                "parent",
-                "1:1",
-                "classid",
                 &cid,
-                "htb",
-                "rate",
                 &format!("{}bit", class_rate(c.weight, LINK).0),
-                "ceil",
                 &rate,
-                "quantum",
-                &class_quantum(c.weight, wmin, 1514).to_string(),
-            ]);
+                class_quantum(c.weight, wmin, 1514),
+            );
             let limit = c.buffer.map(|b| b.0).unwrap_or(100_000).to_string();
             must(&[
                 "tc",

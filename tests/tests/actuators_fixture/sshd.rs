@@ -20,7 +20,8 @@ pub struct Sshd {
     pub addr: String,
 }
 
-fn keygen(path: &std::path::Path) {
+/// Generates an ed25519 key pair without passphrase at `path` (and `path.pub`).
+pub fn keygen(path: &std::path::Path) {
     must(&[
         "ssh-keygen",
         "-q",
