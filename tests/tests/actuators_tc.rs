@@ -127,6 +127,15 @@ fn tc_invalid_targets_are_rejected_before_any_command() {
     }
     assert!(runner.commands().is_empty());
     assert_eq!(bed.snapshot(), before, "the system changed");
+    // A plan computed from a wrong idea of the current state is refused before any change.
+    let mut believed = initial_config();
+    believed.classes[0].ecn_threshold = Bytes(99_000);
+    let stale = tc.plan(&believed, &target_config()).expect("plan");
+    match tc.apply(&stale) {
+        Err(ActuatorError::Stale { item, .. }) => assert!(item.contains("ecn_thresh_ns[10]"), "{item}"),
+        other => panic!("expected a stale-plan refusal, got {other:?}"),
+    }
+    assert_eq!(bed.snapshot(), before, "a stale plan changed the system");
     // The actuator still works afterwards.
     let plan = tc.plan_live(&target_config()).expect("plan");
     tc.apply(&plan).expect("apply");

@@ -90,12 +90,26 @@ impl PartialConfig {
     }
 
     /// `base` with every knob this part sets written over it (classes `base` lacks are ignored).
+    ///
+    /// When this part gives a weight to every class of `base`, the weights are rescaled to sum
+    /// to 1: devices store weights rounded (HTB rates to what tc prints, switch weights to whole
+    /// percentages), so the raw shares read back can miss 1 by more than
+    /// `NetworkConfig::validate` allows (10⁻⁶), while they stand for the same split of the port.
     pub fn overlay(&self, base: &NetworkConfig) -> NetworkConfig {
         let mut out = base.clone();
+        let weights: Option<Vec<f64>> = out
+            .classes
+            .iter()
+            .map(|c| self.class(c.dscp).and_then(|p| p.weight))
+            .collect();
+        let total: f64 = weights.iter().flatten().sum();
         for c in &mut out.classes {
             if let Some(p) = self.class(c.dscp) {
                 if let Some(w) = p.weight {
-                    c.weight = w;
+                    c.weight = match &weights {
+                        Some(_) if total > 0.0 => w / total,
+                        _ => w,
+                    };
                 }
                 if let Some(k) = p.ecn_threshold {
                     c.ecn_threshold = k;
@@ -131,5 +145,18 @@ mod tests {
         assert_eq!(full.classes[1].init_cwnd, Packets(32));
         assert_eq!(full.classes[0].init_cwnd, Packets(10));
         assert_eq!(full.classes[0].ecn_threshold, Bytes(30_000));
+    }
+
+    #[test]
+    fn weights_read_back_rounded_are_rescaled_onto_the_simplex() {
+        let dscps = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
+        let base = NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10));
+        let mut p = PartialConfig::default();
+        for d in dscps {
+            p.class_mut(d).weight = Some(0.33333); // 33333 kbit/s of 100 Mbit/s
+        }
+        let full = p.overlay(&base);
+        assert_eq!(full.validate(), Ok(()));
+        assert!((full.classes[0].weight - 1.0 / 3.0).abs() < 1e-12);
     }
 }
