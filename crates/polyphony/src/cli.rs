@@ -1,0 +1,191 @@
+//! The command line (clap): every subcommand, its flags and the help text that teaches them.
+//!
+//! Parsing only; each subcommand's work lives in its own module. Bad arguments become one line
+//! naming the flag (see [`one_line`]) and exit code 2.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Polyphony keeps per-class tail-latency objectives (SLOs) in a data-center network.
+///
+/// Each control iteration it measures every traffic class's p99 flow-completion-time slowdown,
+/// asks a fast network model (flowsim) what candidate configurations would do, corrects the
+/// model's error with a Gaussian process learned online, and picks the next configuration
+/// (scheduling weights, ECN thresholds, initial windows) by Expected Improvement inside a trust
+/// region around the best configuration measured so far.
+///
+/// Start with `polyphony demo`: the closed loop against a built-in packet-level simulated
+/// network, no root needed.
+#[derive(Debug, Parser)]
+#[command(name = "polyphony", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Log filter (tracing env-filter syntax), e.g. `info`, `polyphony=debug`. Overrides RUST_LOG.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the controller as a long-lived service (what the systemd unit starts).
+    ///
+    /// Every `interval_s` seconds it gathers per-class SLIs, takes the workload window, asks the
+    /// controller for the next configuration (flowsim as the model) and, in `mode = "apply"`,
+    /// applies it through the configured actuators; in `mode = "advise"` it only publishes it.
+    /// State is kept in `state_dir` and survives restarts (even `kill -9`). Metrics on
+    /// `/metrics`, JSON status on `/v1/status` (see docs/operating.md). SIGHUP reloads the
+    /// config (an invalid one is refused and the old one kept); SIGTERM stops after the
+    /// current iteration.
+    Daemon(DaemonArgs),
+    /// The closed loop on the reference scenario against a simulated network (no root needed).
+    ///
+    /// The "live" network is the packet-level simulator (pktsim); the controller's model is
+    /// flowsim. The loop starts from a deliberately poor configuration (skewed weights, tiny
+    /// initial windows), prints one line per iteration (per-class p99 vs SLO, objective J, the
+    /// prediction ĝ±σ, the controller's reason), reports the iteration from which all SLOs held
+    /// for 3 consecutive iterations, and writes a plot.
+    Demo(DemoArgs),
+    /// Print the per-class SLIs one configuration gives on a scenario, by simulation.
+    Simulate(SimulateArgs),
+    /// One-shot advice: the configuration the controller would try next, and why. Never applies.
+    ///
+    /// Either from a daemon's state file (`--state`), or from a daemon config plus past samples,
+    /// the SLIs just measured and a workload trace. Prints the configuration, the predicted
+    /// SLIs, the expected improvement and the reason; with the actuators of the config it also
+    /// prints, as a dry run, the exact commands that would change the network.
+    Recommend(RecommendArgs),
+}
+
+/// `polyphony daemon`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// The daemon configuration (TOML; see configs/polyphony.toml).
+    #[arg(long, short, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Validate the configuration, print a summary and exit (0 if valid, 2 if not).
+    #[arg(long)]
+    pub check: bool,
+    /// Stop after this many iterations (default: run until SIGTERM).
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u64>,
+}
+
+/// A network model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModelArg {
+    /// Flow-level model: fast, approximate (the controller's model).
+    Flowsim,
+    /// Packet-level simulator: slower, the reference.
+    Pktsim,
+}
+
+/// `polyphony demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Control iterations to run at most.
+    #[arg(long, short = 'n', default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub iterations: u32,
+    /// Scenario to run instead of the built-in reference at medium tightness.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Where to write the plot (.svg or .png).
+    #[arg(long, value_name = "FILE", default_value = "polyphony-demo.svg")]
+    pub plot: PathBuf,
+    /// Seed of the controller and the simulations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep running after convergence until --iterations (default: stop 3 iterations after).
+    #[arg(long)]
+    pub full: bool,
+    /// Also write every iteration as JSON lines to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `polyphony simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Scenario (TOML), e.g. configs/scenarios/reference-medium.toml.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: PathBuf,
+    /// Network configuration (TOML or JSON, a `NetworkConfig`); default: the scenario's
+    /// `initial` or equal weights, K = 30 kB, initcwnd 10.
+    #[arg(long = "network-config", value_name = "FILE")]
+    pub network_config: Option<PathBuf>,
+    /// Which model.
+    #[arg(long, value_enum, default_value_t = ModelArg::Pktsim)]
+    pub model: ModelArg,
+    /// Seconds of traffic to simulate (default: the scenario's interval).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Seed of the workload sample.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `polyphony recommend`.
+#[derive(Debug, Args)]
+pub struct RecommendArgs {
+    /// A daemon state directory or its state.json: advise from everything the daemon learned.
+    #[arg(long, value_name = "PATH", required_unless_present = "samples")]
+    pub state: Option<PathBuf>,
+    /// The daemon configuration (classes, SLOs, knobs, model, actuators to dry-run).
+    #[arg(long, short, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Past samples (JSON lines, one `{"config": NetworkConfig, "slis": SliVector}` per line).
+    #[arg(long, value_name = "FILE", conflicts_with = "state", requires = "slis")]
+    pub samples: Option<PathBuf>,
+    /// The SLIs just measured (JSON `SliVector`) under the last sample's configuration.
+    #[arg(long, value_name = "FILE", requires = "samples")]
+    pub slis: Option<PathBuf>,
+    /// A workload trace (JSON lines or CSV); default: the config's workload source.
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A clap error as one line: its message with the offending flag, without usage and tips.
+pub fn one_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let head: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let msg = head.join(" ");
+    let msg = msg.strip_prefix("error: ").unwrap_or(&msg).to_string();
+    format!("polyphony: {msg} (see --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn missing_required_flag_is_named_on_one_line() {
+        let e = Cli::try_parse_from(["polyphony", "daemon"]).unwrap_err();
+        let l = one_line(&e);
+        assert!(l.contains("--config") && !l.contains('\n'), "{l}");
+    }
+
+    #[test]
+    fn bad_value_is_named() {
+        let e = Cli::try_parse_from(["polyphony", "demo", "--iterations", "zero"]).unwrap_err();
+        let l = one_line(&e);
+        assert!(l.contains("--iterations") && l.contains("zero"), "{l}");
+    }
+}

@@ -1,0 +1,620 @@
+//! The daemon's configuration file (TOML): what it is, how it is parsed and how it is checked.
+//!
+//! Parsing is strict (`deny_unknown_fields` everywhere, so a misspelt key is an error with its
+//! line), and [`DaemonConfig::validate`] checks every rule serde cannot express. Every error names
+//! the key and the offending value. Relative paths inside the file are resolved against the
+//! file's directory, so a config works from any working directory. This module reads files and
+//! touches nothing else.
+
+use polyphony_core::{ControllerParams, CoreError};
+use polyphony_spec::{Dscp, KnobSpace, NetworkConfig, Scenario, SpecError, TopologySpec, TrafficClass};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A configuration that could not be loaded. Always a user error: the binary exits with code 2.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {why}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The OS error.
+        why: String,
+    },
+    /// The text is not valid TOML for this schema (unknown key, wrong type, ...).
+    #[error("{path}:{line}: {why}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line (0 when unknown).
+        line: usize,
+        /// What the parser said, including the key.
+        why: String,
+    },
+    /// A value breaks a rule.
+    #[error("{path}: {key} = {value}: {why}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// Dotted key, e.g. `classes[1].slo.max_slowdown`.
+        key: String,
+        /// The offending value.
+        value: String,
+        /// What is wrong and what to do.
+        why: String,
+    },
+}
+
+/// What the daemon does with the configuration it chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Compute and publish the next configuration; never touch the network.
+    #[default]
+    Advise,
+    /// Apply the chosen configuration through the actuators.
+    Apply,
+}
+
+impl Mode {
+    /// `"advise"` or `"apply"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Advise => "advise",
+            Mode::Apply => "apply",
+        }
+    }
+}
+
+/// Which network model the controller uses as its fast model f.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// The flow-level model (fast; the controller's default).
+    #[default]
+    Flowsim,
+    /// The packet-level simulator (slow; accurate).
+    Pktsim,
+}
+
+impl ModelKind {
+    /// `"flowsim"` or `"pktsim"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelKind::Flowsim => "flowsim",
+            ModelKind::Pktsim => "pktsim",
+        }
+    }
+}
+
+/// `[model]`: the controller's model and how its candidates are evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// Which model predicts SLIs for candidate configurations.
+    #[serde(default)]
+    pub kind: ModelKind,
+    /// Threads evaluating candidates in parallel (0 = one per core).
+    #[serde(default)]
+    pub threads: usize,
+}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        ModelSection {
+            kind: ModelKind::Flowsim,
+            threads: 0,
+        }
+    }
+}
+
+/// `[sli]`: where the per-class SLIs of each interval come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SliSource {
+    /// An in-process packet-level simulation (pktsim) of the workload's scenario under the
+    /// configuration in force: a "simulated network" that needs no root. Requires
+    /// `[workload] source = "scenario"`.
+    Simulated,
+    /// The Prometheus exposition of the testbed's `emu` generator: the per-class p99 slowdown
+    /// gauges at `url`.
+    Emu {
+        /// e.g. `http://127.0.0.1:9100/metrics`.
+        url: String,
+    },
+    /// A PromQL query against a Prometheus server; `{dscp}` in the query is replaced by each
+    /// class's DSCP, and the result must be one scalar sample per class.
+    Prometheus {
+        /// Base URL of the Prometheus HTTP API, e.g. `http://127.0.0.1:9090`.
+        url: String,
+        /// PromQL with a `{dscp}` placeholder.
+        query: String,
+    },
+}
+
+/// `[workload]`: where the workload window that the model replays comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSource {
+    /// Synthesised from a scenario file's mix (sizes from the CDFs, log-normal arrivals).
+    Scenario {
+        /// Path to the scenario TOML (relative to this config file).
+        scenario: PathBuf,
+    },
+    /// A recorded trace (JSON lines or CSV, as `polyphony_spec::Workload` reads them).
+    Trace {
+        /// Path to the trace (relative to this config file).
+        path: PathBuf,
+    },
+    /// The flows a Workfeed aggregator forwards to this daemon.
+    Workfeed {
+        /// UDP address the daemon listens on for the aggregator.
+        listen: SocketAddr,
+        /// Length of the window of recent flows, in seconds.
+        window_s: f64,
+    },
+}
+
+/// `[http]`: the status API and `/metrics`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    /// Listen address; loopback by default. Port 0 picks a free port (logged at start).
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// A file whose first line is the bearer token that state-changing endpoints require.
+    /// Without a token those endpoints answer 403.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9464))
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            listen: default_listen(),
+            token_file: None,
+        }
+    }
+}
+
+/// `[guard]`: when the daemon gives up on the configuration it tried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardSection {
+    /// If the measured objective J exceeds this value, return to the last known good
+    /// configuration. J ≈ the worst SLI/SLO ratio, so 2.0 means "some class at twice its SLO".
+    #[serde(default = "default_max_objective")]
+    pub max_objective: f64,
+}
+
+fn default_max_objective() -> f64 {
+    2.5
+}
+
+impl Default for GuardSection {
+    fn default() -> Self {
+        GuardSection {
+            max_objective: default_max_objective(),
+        }
+    }
+}
+
+/// The whole daemon configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// `apply` or `advise`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Seconds between control iterations.
+    pub interval_s: f64,
+    /// Where controller state and history are kept.
+    pub state_dir: PathBuf,
+    /// The classes, their DSCPs and SLOs.
+    pub classes: Vec<TrafficClass>,
+    /// The network the model represents.
+    pub topology: TopologySpec,
+    /// The knob space; default: weights simplex + per-class ECN threshold and initcwnd.
+    #[serde(default)]
+    pub knobs: Option<KnobSpace>,
+    /// The configuration to start from when no state exists; default: equal weights, K = 30 kB,
+    /// initcwnd 10.
+    #[serde(default)]
+    pub initial: Option<NetworkConfig>,
+    /// Controller hyperparameters (the core's `ControllerParams`, including its `seed`);
+    /// omitted keys take the core's documented defaults.
+    #[serde(default)]
+    pub controller: ControllerParams,
+    /// The model.
+    #[serde(default)]
+    pub model: ModelSection,
+    /// The SLI source.
+    pub sli: SliSource,
+    /// The workload source.
+    pub workload: WorkloadSource,
+    /// Actuators, each a table with a `kind` key (`tc`, `iproute`, `switch_cli`).
+    #[serde(default)]
+    pub actuators: Vec<toml::Table>,
+    /// The HTTP API.
+    #[serde(default)]
+    pub http: HttpSection,
+    /// The guard.
+    #[serde(default)]
+    pub guard: GuardSection,
+}
+
+/// A configuration that parsed and validated, with the file it came from and the scenario it
+/// names (if any), both already loaded.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    /// The parsed configuration, paths resolved.
+    pub config: DaemonConfig,
+    /// The file.
+    pub path: PathBuf,
+    /// The workload scenario when `[workload] source = "scenario"`.
+    pub scenario: Option<Scenario>,
+}
+
+/// The 1-based line of byte offset `at` in `text`.
+pub fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+impl DaemonConfig {
+    /// Parses TOML text; `path` names it in errors. Does not validate.
+    pub fn parse(text: &str, path: &str) -> Result<DaemonConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            line: e.span().map(|r| line_of(text, r.start)).unwrap_or(0),
+            why: e.message().trim().replace('\n', " "),
+        })
+    }
+
+    /// Reads, parses, resolves relative paths against the file's directory, validates, and
+    /// loads the scenario the workload source names.
+    pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: shown.clone(),
+            why: e.to_string(),
+        })?;
+        let mut config = DaemonConfig::parse(&text, &shown)?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        config.resolve_paths(&base);
+        let scenario = config.validate(&shown)?;
+        Ok(LoadedConfig {
+            config,
+            path: path.to_path_buf(),
+            scenario,
+        })
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut self.state_dir);
+        if let Some(t) = &mut self.http.token_file {
+            fix(t);
+        }
+        match &mut self.workload {
+            WorkloadSource::Scenario { scenario } => fix(scenario),
+            WorkloadSource::Trace { path } => fix(path),
+            WorkloadSource::Workfeed { .. } => {}
+        }
+    }
+
+    /// The class DSCPs in declaration order.
+    pub fn dscps(&self) -> Vec<Dscp> {
+        self.classes.iter().map(|c| c.dscp).collect()
+    }
+
+    /// The knob space in use (the configured one or the per-class default).
+    pub fn knob_space(&self) -> KnobSpace {
+        self.knobs
+            .clone()
+            .unwrap_or_else(|| KnobSpace::per_class_default(&self.dscps(), self.topology.reference_rate()))
+    }
+
+    /// The starting configuration (the configured one or the uniform default).
+    pub fn initial_config(&self) -> NetworkConfig {
+        self.initial.clone().unwrap_or_else(|| {
+            NetworkConfig::uniform(
+                &self.dscps(),
+                polyphony_spec::Bytes(30_000),
+                polyphony_spec::Packets(10),
+            )
+        })
+    }
+
+    /// Checks every rule; returns the workload scenario when the source names one.
+    pub fn validate(&self, path: &str) -> Result<Option<Scenario>, ConfigError> {
+        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            value: value.to_string(),
+            why: why.into(),
+        };
+        let spec = |prefix: &str, e: SpecError| match e {
+            SpecError::Invalid { field, value, why } => ConfigError::Invalid {
+                path: path.into(),
+                key: if prefix.is_empty() {
+                    field
+                } else {
+                    format!("{prefix}.{field}")
+                },
+                value,
+                why,
+            },
+            SpecError::Parse { source_name, line, why } => ConfigError::Parse {
+                path: source_name,
+                line,
+                why,
+            },
+        };
+        if !(self.interval_s.is_finite() && self.interval_s >= 0.05 && self.interval_s <= 86_400.0) {
+            return Err(bad(
+                "interval_s",
+                &self.interval_s,
+                "the control interval is in seconds, between 0.05 and 86400",
+            ));
+        }
+        if self.state_dir.as_os_str().is_empty() {
+            return Err(bad("state_dir", &"\"\"", "name a directory for controller state"));
+        }
+        // The spec's class rules (distinct DSCPs and names, SLO ≥ 1, ...), via a scenario-less check.
+        validate_classes(&self.classes).map_err(|e| spec("", e))?;
+        let space = self.knob_space();
+        validate_knobs(&space, &self.dscps()).map_err(|e| spec("", e))?;
+        self.controller.validate().map_err(|e| match e {
+            CoreError::InvalidParam { field, value, why } => ConfigError::Invalid {
+                path: path.into(),
+                key: format!("controller.{field}"),
+                value,
+                why,
+            },
+            other => bad("controller", &"(table)", &other.to_string()),
+        })?;
+        polyphony_core::Space::new(&space, self.controller.aitchison_alpha)
+            .map_err(|e| bad("knobs", &"(table)", &e.to_string()))?;
+        let init = self.initial_config();
+        init.validate().map_err(|e| spec("initial", e))?;
+        if init.classes.len() != self.classes.len() || self.classes.iter().any(|c| init.class(c.dscp).is_none()) {
+            return Err(bad(
+                "initial.classes",
+                &format!("{} classes", init.classes.len()),
+                "configure exactly the classes declared under [[classes]]",
+            ));
+        }
+        if !(self.guard.max_objective.is_finite() && self.guard.max_objective > 0.0) {
+            return Err(bad(
+                "guard.max_objective",
+                &self.guard.max_objective,
+                "a positive objective value (≈ worst SLI/SLO ratio) above which the daemon rolls back",
+            ));
+        }
+        if self.model.threads > 1024 {
+            return Err(bad(
+                "model.threads",
+                &self.model.threads,
+                "use 0 (one per core) or up to 1024",
+            ));
+        }
+        match &self.sli {
+            SliSource::Simulated => {
+                if !matches!(self.workload, WorkloadSource::Scenario { .. }) {
+                    return Err(bad(
+                        "sli.source",
+                        &"\"simulated\"",
+                        "a simulated network needs [workload] source = \"scenario\" to know its traffic",
+                    ));
+                }
+            }
+            SliSource::Emu { url } => check_url("sli.url", url).map_err(|(k, v, w)| bad(k, &v, w))?,
+            SliSource::Prometheus { url, query } => {
+                check_url("sli.url", url).map_err(|(k, v, w)| bad(k, &v, w))?;
+                if !query.contains("{dscp}") {
+                    return Err(bad(
+                        "sli.query",
+                        &format!("{query:?}"),
+                        "the query needs a {dscp} placeholder so one query per class can be made",
+                    ));
+                }
+            }
+        }
+        let scenario = match &self.workload {
+            WorkloadSource::Scenario { scenario } => {
+                let shown = scenario.display().to_string();
+                let text = std::fs::read_to_string(scenario).map_err(|e| ConfigError::Invalid {
+                    path: path.into(),
+                    key: "workload.scenario".into(),
+                    value: format!("{shown:?}"),
+                    why: format!("cannot read the scenario: {e}"),
+                })?;
+                let s = Scenario::from_toml(&text, &shown).map_err(|e| spec("workload.scenario", e))?;
+                let mut a = s.dscps();
+                let mut b = self.dscps();
+                a.sort();
+                b.sort();
+                if a != b {
+                    return Err(bad(
+                        "workload.scenario",
+                        &format!("{shown:?}"),
+                        "the scenario's classes (DSCPs) differ from [[classes]]",
+                    ));
+                }
+                Some(s)
+            }
+            WorkloadSource::Trace { .. } => None,
+            WorkloadSource::Workfeed { window_s, .. } => {
+                if !(window_s.is_finite() && *window_s > 0.0) {
+                    return Err(bad("workload.window_s", window_s, "a positive number of seconds"));
+                }
+                None
+            }
+        };
+        for (i, a) in self.actuators.iter().enumerate() {
+            match a.get("kind").and_then(|k| k.as_str()) {
+                Some("tc" | "iproute" | "switch_cli") => {}
+                Some(other) => {
+                    return Err(bad(
+                        &format!("actuators[{i}].kind"),
+                        &format!("{other:?}"),
+                        "use \"tc\", \"iproute\" or \"switch_cli\"",
+                    ))
+                }
+                None => {
+                    return Err(bad(
+                        &format!("actuators[{i}].kind"),
+                        &"(missing)",
+                        "every actuator needs kind = \"tc\" | \"iproute\" | \"switch_cli\"",
+                    ))
+                }
+            }
+        }
+        if self.mode == Mode::Apply && self.actuators.is_empty() && self.sli != SliSource::Simulated {
+            return Err(bad(
+                "mode",
+                &"\"apply\"",
+                "apply mode needs at least one [[actuators]] entry (or use mode = \"advise\")",
+            ));
+        }
+        if let Some(t) = &self.http.token_file {
+            read_token(t).map_err(|why| bad("http.token_file", &format!("{:?}", t.display().to_string()), &why))?;
+        }
+        Ok(scenario)
+    }
+}
+
+/// Reads the bearer token: the file's first line, trimmed, at least 16 characters.
+pub fn read_token(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file: {e}"))?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.len() < 16 {
+        return Err("the token (first line of the file) must have at least 16 characters".into());
+    }
+    Ok(token)
+}
+
+fn check_url(key: &'static str, url: &str) -> Result<(), (&'static str, String, &'static str)> {
+    if url.starts_with("http://") && url.len() > "http://".len() {
+        Ok(())
+    } else {
+        Err((
+            key,
+            format!("{url:?}"),
+            "an http:// URL, e.g. \"http://127.0.0.1:9100/metrics\"",
+        ))
+    }
+}
+
+fn validate_classes(classes: &[TrafficClass]) -> Result<(), SpecError> {
+    if classes.is_empty() {
+        return Err(SpecError::invalid(
+            "classes",
+            "[]",
+            "declare at least one [[classes]] entry",
+        ));
+    }
+    for (i, c) in classes.iter().enumerate() {
+        let f = format!("classes[{i}]");
+        c.slo.validate(&format!("{f}.slo"))?;
+        if c.slo.percentile != 0.99 && c.slo.percentile != 0.5 && c.slo.percentile != 0.999 {
+            return Err(SpecError::invalid(
+                format!("{f}.slo.percentile"),
+                c.slo.percentile,
+                "the SLI sources report p50, p99 and p99.9: use 0.5, 0.99 or 0.999",
+            ));
+        }
+        if !(c.weight.is_finite() && c.weight > 0.0) {
+            return Err(SpecError::invalid(format!("{f}.weight"), c.weight, "a positive number"));
+        }
+        if c.name.trim().is_empty() {
+            return Err(SpecError::invalid(format!("{f}.name"), "\"\"", "give the class a name"));
+        }
+        if let Some(j) = classes[..i].iter().position(|o| o.dscp == c.dscp) {
+            return Err(SpecError::invalid(
+                format!("{f}.dscp"),
+                c.dscp,
+                format!("DSCP already used by classes[{j}]: each class needs its own code point"),
+            ));
+        }
+        if let Some(j) = classes[..i].iter().position(|o| o.name == c.name) {
+            return Err(SpecError::invalid(
+                format!("{f}.name"),
+                &c.name,
+                format!("name already used by classes[{j}]"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_knobs(space: &KnobSpace, dscps: &[Dscp]) -> Result<(), SpecError> {
+    for (i, k) in space.knobs.iter().enumerate() {
+        let f = format!("knobs.knobs[{i}]");
+        if !dscps.contains(&k.dscp) {
+            return Err(SpecError::invalid(
+                format!("{f}.dscp"),
+                k.dscp,
+                "no [[classes]] entry has this DSCP",
+            ));
+        }
+        if !(k.min.is_finite() && k.max.is_finite() && k.min < k.max) {
+            return Err(SpecError::invalid(
+                format!("{f}.max"),
+                k.max,
+                format!("the range needs min < max (min = {})", k.min),
+            ));
+        }
+        if k.scale == polyphony_spec::Scale::Log && k.min <= 0.0 {
+            return Err(SpecError::invalid(
+                format!("{f}.min"),
+                k.min,
+                "a log-scaled knob needs min > 0",
+            ));
+        }
+        if space.knobs[..i].iter().any(|o| o.dscp == k.dscp && o.kind == k.kind) {
+            return Err(SpecError::invalid(
+                format!("{f}.kind"),
+                k.kind.as_str(),
+                "this knob is declared twice",
+            ));
+        }
+    }
+    for (i, s) in space.simplexes.iter().enumerate() {
+        let f = format!("knobs.simplexes[{i}]");
+        if s.classes.len() < 2 {
+            return Err(SpecError::invalid(
+                format!("{f}.classes"),
+                format!("{} classes", s.classes.len()),
+                "a weight simplex spans at least two classes",
+            ));
+        }
+        if let Some(d) = s.classes.iter().find(|d| !dscps.contains(d)) {
+            return Err(SpecError::invalid(
+                format!("{f}.classes"),
+                d,
+                "no [[classes]] entry has this DSCP",
+            ));
+        }
+        let n = s.classes.len() as f64;
+        if !(s.floor.is_finite() && s.floor >= 0.0 && s.floor < 1.0 / n) {
+            return Err(SpecError::invalid(
+                format!("{f}.floor"),
+                s.floor,
+                format!("the weight floor must be in [0, 1/{n})"),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! `polyphony demo`: the closed loop on a scenario (the reference scenario at medium SLO
+//! tightness, embedded) against the in-process simulated network — pktsim plays the live
+//! network, flowsim is the controller's model — starting from a deliberately poor
+//! configuration. One line per iteration, the convergence iteration (polyphony-core's
+//! definition: the first iteration from which all SLOs hold for 3 consecutive iterations), and a
+//! plot. Writes only the plot and the optional JSON-lines file.
+
+use crate::cli::DemoArgs;
+use crate::config::ModelKind;
+use crate::model_adapter::{network_model, pool, WindowModel};
+use crate::network::{load_scenario, reference_medium, SimulatedNetwork, Traffic};
+use crate::plot::{self, ClassSeries};
+use crate::Failure;
+use anyhow::{anyhow, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use polyphony_core::{convergence_iteration, run_metrics, Controller, ControllerParams, Observation, Variant};
+use polyphony_spec::{Bytes, KnobSpace, NetworkConfig, Packets, Scenario, SliVector};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Consecutive compliant iterations that count as converged (DESIGN.md, paper §8.1).
+pub const CONVERGENCE_K: usize = 3;
+
+/// The deliberately poor starting point: the class with the tightest SLO gets the smallest
+/// weight share (the floor plus a little), the others split the rest; every class gets the
+/// smallest initial window (2 packets) and a deep ECN threshold (300 kB, so queues grow long).
+pub fn poor_config(scenario: &Scenario) -> NetworkConfig {
+    let dscps = scenario.dscps();
+    let n = dscps.len();
+    let mut cfg = NetworkConfig::uniform(&dscps, Bytes(300_000), Packets(2));
+    if n >= 2 {
+        let tight = scenario
+            .classes
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.slo.max_slowdown.total_cmp(&b.1.slo.max_slowdown))
+            .map_or(0, |(i, _)| i);
+        let small = 0.1;
+        for (i, c) in cfg.classes.iter_mut().enumerate() {
+            c.weight = if i == tight {
+                small
+            } else {
+                (1.0 - small) / (n - 1) as f64
+            };
+        }
+    }
+    cfg
+}
+
+/// One iteration of the demo, as printed and as written to `--json`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DemoIteration {
+    /// 1-based.
+    pub iteration: usize,
+    /// Configuration measured.
+    pub config: NetworkConfig,
+    /// Measured SLIs.
+    pub slis: SliVector,
+    /// Ratios per class.
+    pub ratios: Vec<f64>,
+    /// Measured objective J.
+    pub objective: f64,
+    /// Prediction for the next configuration.
+    pub next_g_hat: Option<f64>,
+    /// Its σ.
+    pub next_sigma: Option<f64>,
+    /// EI of the next configuration.
+    pub next_ei: Option<f64>,
+    /// Reason.
+    pub reason: String,
+    /// Seconds: live network, model, whole iteration.
+    pub seconds: (f64, f64, f64),
+}
+
+/// Runs the demo.
+pub fn main(args: DemoArgs) -> Result<(), Failure> {
+    if let Some(p) = &args.plot.extension().and_then(|e| e.to_str()) {
+        if !matches!(p.to_ascii_lowercase().as_str(), "svg" | "png") {
+            return Err(Failure::Usage(format!(
+                "--plot {}: use a .svg or .png file name",
+                args.plot.display()
+            )));
+        }
+    } else {
+        return Err(Failure::Usage(format!(
+            "--plot {}: use a .svg or .png file name",
+            args.plot.display()
+        )));
+    }
+    let scenario = match &args.scenario {
+        Some(p) => load_scenario(p).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?,
+        None => reference_medium()?,
+    };
+    run(&scenario, &args).map_err(Failure::Runtime)
+}
+
+fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
+    let traffic = Traffic::new(scenario.clone())?;
+    let network = SimulatedNetwork::new(traffic.clone(), args.seed);
+    let params = ControllerParams {
+        seed: args.seed,
+        ..ControllerParams::default()
+    };
+    let space = KnobSpace::per_class_default(&scenario.dscps(), scenario.topology.reference_rate());
+    let start = poor_config(scenario);
+    let mut controller = Controller::new(&scenario.classes, &space, start.clone(), params, Variant::FULL)
+        .map_err(|e| anyhow!("controller: {e}"))?;
+    let flowsim = network_model(ModelKind::Flowsim);
+    let threads = pool(0);
+    let mut out = std::io::stdout().lock();
+    let mut json = match &args.json {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("--json {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let names: Vec<String> = scenario.classes.iter().map(|c| c.name.clone()).collect();
+    writeln!(
+        out,
+        "polyphony demo: scenario {:?} ({}), {} classes, SLOs (p99 slowdown) {}",
+        scenario.name,
+        scenario.description,
+        names.len(),
+        scenario
+            .classes
+            .iter()
+            .map(|c| format!("{} ≤ {}", c.name, c.slo.max_slowdown))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    writeln!(
+        out,
+        "live network: pktsim ({} s of traffic per iteration); controller model: flowsim on {} threads; start: {}",
+        scenario.interval_s,
+        threads.current_num_threads(),
+        describe(&start)
+    )?;
+    let bar = ProgressBar::new(u64::from(args.iterations));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} iteration {pos}/{len} {msg} [{elapsed_precise}]")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+
+    let mut config = start;
+    let mut ratios_hist: Vec<Vec<f64>> = Vec::new();
+    let mut objectives: Vec<f64> = Vec::new();
+    let mut p99s: Vec<Vec<f64>> = vec![Vec::new(); scenario.classes.len()];
+    let mut converged = None;
+    let t_run = Instant::now();
+    for t in 0..u64::from(args.iterations) {
+        let t0 = Instant::now();
+        bar.set_position(t + 1);
+        bar.set_message("measuring the live network (pktsim)");
+        let m = network.measure(t, &config)?;
+        let t_live = t0.elapsed().as_secs_f64();
+        let report = controller
+            .observe(&Observation {
+                config: config.clone(),
+                slis: m.sli.clone(),
+                workload: Some(t),
+            })
+            .map_err(|e| anyhow!("iteration {}: observe: {e}", t + 1))?;
+        bar.set_message("choosing the next configuration (flowsim + GP + EI)");
+        let model = WindowModel::new(flowsim.clone(), traffic.clone(), m.workload.clone(), threads.clone());
+        let proposal = controller
+            .propose(&model)
+            .map_err(|e| anyhow!("iteration {}: propose: {e}", t + 1))?;
+        let it = DemoIteration {
+            iteration: t as usize + 1,
+            config: config.clone(),
+            slis: m.sli.clone(),
+            ratios: report.ratios.clone(),
+            objective: report.g_raw,
+            next_g_hat: proposal.g_hat,
+            next_sigma: proposal.sigma,
+            next_ei: proposal.expected_improvement,
+            reason: proposal.reason.text.clone(),
+            seconds: (t_live, model.seconds(), t0.elapsed().as_secs_f64()),
+        };
+        for (i, c) in scenario.classes.iter().enumerate() {
+            p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
+        }
+        ratios_hist.push(report.ratios.clone());
+        objectives.push(report.g_raw);
+        bar.suspend(|| writeln!(out, "{}", line(scenario, &it)))?;
+        if let Some(j) = json.as_mut() {
+            serde_json::to_writer(&mut *j, &it)?;
+            writeln!(j)?;
+        }
+        config = proposal.config;
+        converged = convergence_iteration(&ratios_hist, CONVERGENCE_K);
+        if converged.is_some() && !args.full {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    if let Some(mut j) = json {
+        j.flush()?;
+    }
+    let metrics = run_metrics(&ratios_hist, &objectives, None);
+    let series: Vec<ClassSeries> = scenario
+        .classes
+        .iter()
+        .zip(p99s)
+        .map(|(c, p99)| ClassSeries {
+            name: c.name.clone(),
+            slo: c.slo.max_slowdown,
+            p99,
+        })
+        .collect();
+    plot::write(&args.plot, &series, &objectives, converged.map(|t| t + 1))?;
+    match converged {
+        Some(t) => writeln!(
+            out,
+            "converged at iteration {}: all SLOs held from iteration {} for {} consecutive iterations",
+            t + 1,
+            t + 1,
+            CONVERGENCE_K
+        )?,
+        None => writeln!(
+            out,
+            "not converged within {} iterations (all SLOs never held for {} consecutive iterations); rerun with --iterations N",
+            objectives.len(),
+            CONVERGENCE_K
+        )?,
+    }
+    writeln!(
+        out,
+        "final objective J = {:.3}, min-max fairness = {:.2}, hindsight regret Σ(J_t − min J) = {:.2}, {} iterations in {:.1} s",
+        metrics.final_objective,
+        metrics.fairness,
+        metrics.regret,
+        objectives.len(),
+        t_run.elapsed().as_secs_f64()
+    )?;
+    writeln!(out, "final configuration: {}", describe(&config))?;
+    writeln!(out, "plot: {}", args.plot.display())?;
+    Ok(())
+}
+
+/// `w=0.10/0.45/0.45 K=300/300/300kB iw=2/2/2`.
+pub fn describe(c: &NetworkConfig) -> String {
+    let w: Vec<String> = c.classes.iter().map(|c| format!("{:.2}", c.weight)).collect();
+    let k: Vec<String> = c
+        .classes
+        .iter()
+        .map(|c| format!("{:.0}", c.ecn_threshold.0 as f64 / 1000.0))
+        .collect();
+    let iw: Vec<String> = c.classes.iter().map(|c| c.init_cwnd.0.to_string()).collect();
+    format!("w={} K={}kB iw={}", w.join("/"), k.join("/"), iw.join("/"))
+}
+
+fn line(scenario: &Scenario, it: &DemoIteration) -> String {
+    let classes: Vec<String> = scenario
+        .classes
+        .iter()
+        .map(|c| {
+            let p99 = it.slis.get(c.dscp).map_or(f64::NAN, |s| s.p99);
+            let mark = if p99 <= c.slo.max_slowdown { "✓" } else { "✗" };
+            format!("{} {:5.1}/{:<4}{}", c.name, p99, c.slo.max_slowdown, mark)
+        })
+        .collect();
+    let pred = match (it.next_g_hat, it.next_sigma) {
+        (Some(g), Some(s)) => format!("ĝ={g:.3}±{s:.3}"),
+        (Some(g), None) => format!("ĝ={g:.3}"),
+        _ => "ĝ=–".into(),
+    };
+    format!(
+        "it {:>2} | {} | J={:.3} | next {} | {} | {:.1}s",
+        it.iteration,
+        classes.join("  "),
+        it.objective,
+        pred,
+        it.reason,
+        it.seconds.2
+    )
+}

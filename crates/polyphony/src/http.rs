@@ -1,0 +1,229 @@
+//! The HTTP API (axum): `/metrics` for Prometheus and a small JSON status API.
+//!
+//! | method | path | token | answer |
+//! |---|---|---|---|
+//! | GET | `/metrics` | no | OpenMetrics text |
+//! | GET | `/healthz` | no | `ok` |
+//! | GET | `/v1/status` | no | mode, iteration, configuration in force, last known good, last iteration |
+//! | GET | `/v1/iterations?limit=N` | no | the last N iteration records (default 50) |
+//! | GET | `/v1/samples` | no | the samples the controller admitted |
+//! | POST | `/v1/reload` | yes | re-read the config file (as SIGHUP) |
+//! | POST | `/v1/mode` | yes | body `{"mode": "advise"}` or `{"mode": "apply"}` |
+//! | POST | `/v1/rollback` | yes | return to the last known good configuration now |
+//!
+//! State-changing endpoints need `Authorization: Bearer <token>` (the token from
+//! `[http] token_file`); without a configured token they answer 403. The API listens on
+//! loopback unless the config says otherwise. This module only reads the shared snapshot and
+//! forwards commands to the daemon loop over a channel.
+
+use crate::config::Mode;
+use crate::metrics::Metrics;
+use crate::state::IterationRecord;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use polyphony_spec::NetworkConfig;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, RwLock};
+use tokio::sync::mpsc;
+
+/// What the daemon publishes for the API to read.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Snapshot {
+    /// `advise` or `apply`.
+    pub mode: String,
+    /// Iterations completed.
+    pub iteration: u64,
+    /// Configuration in force.
+    pub config_in_force: Option<NetworkConfig>,
+    /// Last known good configuration.
+    pub last_good: Option<NetworkConfig>,
+    /// Samples the GP holds.
+    pub gp_samples: usize,
+    /// Recent iterations (oldest first).
+    pub history: Vec<IterationRecord>,
+    /// The admitted samples, as the controller reports them.
+    pub samples: serde_json::Value,
+    /// The config file in use.
+    pub config_path: String,
+}
+
+/// A request the API forwards to the daemon loop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiCommand {
+    /// Reload the config file.
+    Reload,
+    /// Switch mode.
+    SetMode(Mode),
+    /// Return to the last known good configuration.
+    Rollback,
+}
+
+/// Shared between the API and the loop.
+pub struct ApiState {
+    /// The metrics.
+    pub metrics: Arc<Metrics>,
+    /// The snapshot.
+    pub snapshot: Arc<RwLock<Snapshot>>,
+    /// The bearer token, if configured.
+    pub token: RwLock<Option<String>>,
+    /// Where commands go.
+    pub commands: mpsc::Sender<ApiCommand>,
+}
+
+/// The router.
+pub fn router(state: Arc<ApiState>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/v1/status", get(status))
+        .route("/v1/iterations", get(iterations))
+        .route("/v1/samples", get(samples))
+        .route("/v1/reload", post(reload))
+        .route("/v1/mode", post(set_mode))
+        .route("/v1/rollback", post(rollback))
+        .with_state(state)
+}
+
+async fn metrics(State(s): State<Arc<ApiState>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        s.metrics.render(),
+    )
+        .into_response()
+}
+
+fn read_snapshot(s: &ApiState) -> Snapshot {
+    match s.snapshot.read() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    }
+}
+
+async fn status(State(s): State<Arc<ApiState>>) -> Json<serde_json::Value> {
+    let snap = read_snapshot(&s);
+    Json(serde_json::json!({
+        "mode": snap.mode,
+        "iteration": snap.iteration,
+        "config_in_force": snap.config_in_force,
+        "last_good": snap.last_good,
+        "gp_samples": snap.gp_samples,
+        "last_iteration": snap.history.last(),
+        "config_path": snap.config_path,
+    }))
+}
+
+/// `?limit=N`.
+#[derive(Debug, Deserialize)]
+struct Limit {
+    limit: Option<usize>,
+}
+
+async fn iterations(State(s): State<Arc<ApiState>>, Query(q): Query<Limit>) -> Json<Vec<IterationRecord>> {
+    let snap = read_snapshot(&s);
+    let n = q.limit.unwrap_or(50).min(snap.history.len());
+    Json(snap.history[snap.history.len() - n..].to_vec())
+}
+
+async fn samples(State(s): State<Arc<ApiState>>) -> Json<serde_json::Value> {
+    Json(read_snapshot(&s).samples)
+}
+
+fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), Box<Response>> {
+    let token = match s.token.read() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    let Some(token) = token else {
+        return Err(Box::new(
+            (
+                StatusCode::FORBIDDEN,
+                "state-changing endpoints are disabled: set [http] token_file in the config\n",
+            )
+                .into_response(),
+        ));
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if constant_time_eq(given.as_bytes(), token.as_bytes()) {
+        Ok(())
+    } else {
+        Err(Box::new(
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "missing or wrong bearer token\n",
+            )
+                .into_response(),
+        ))
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn send(s: &ApiState, c: ApiCommand) -> Response {
+    match s.commands.send(c).await {
+        Ok(()) => (StatusCode::ACCEPTED, "accepted\n").into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the daemon is stopping\n").into_response(),
+    }
+}
+
+async fn reload(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorised(&s, &headers) {
+        return *r;
+    }
+    send(&s, ApiCommand::Reload).await
+}
+
+/// Body of `POST /v1/mode`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModeBody {
+    mode: Mode,
+}
+
+async fn set_mode(State(s): State<Arc<ApiState>>, headers: HeaderMap, body: String) -> Response {
+    if let Err(r) = authorised(&s, &headers) {
+        return *r;
+    }
+    match serde_json::from_str::<ModeBody>(&body) {
+        Ok(b) => send(&s, ApiCommand::SetMode(b.mode)).await,
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            format!("body must be {{\"mode\": \"advise\"|\"apply\"}}: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+async fn rollback(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorised(&s, &headers) {
+        return *r;
+    }
+    send(&s, ApiCommand::Rollback).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abcdef", b"abcdef"));
+        assert!(!constant_time_eq(b"abcdef", b"abcdeg"));
+        assert!(!constant_time_eq(b"abc", b"abcdef"));
+    }
+}

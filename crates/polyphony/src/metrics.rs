@@ -1,0 +1,244 @@
+//! The daemon's Prometheus metrics (prometheus-client), served on `/metrics`.
+//!
+//! Names (all prefixed `polyphony_`; the Grafana dashboard in `dashboards/` uses exactly these):
+//!
+//! | metric | labels | meaning |
+//! |---|---|---|
+//! | `class_sli` | class, dscp | measured SLI (p99 slowdown) of the last interval |
+//! | `class_slo` | class, dscp | the SLO threshold |
+//! | `class_ratio` | class, dscp | SLI / SLO (≤ 1 is compliant) |
+//! | `class_slo_met` | class, dscp | 1 when the class met its SLO in the last interval |
+//! | `all_slos_met` | | 1 when every class did |
+//! | `objective_measured` | | g: the objective J of the measured ratios |
+//! | `objective_predicted` | | ĝ at the configuration chosen next |
+//! | `objective_predicted_sigma` | | σ of that prediction |
+//! | `knob` | knob, class, kind | every knob's value in force, physical units |
+//! | `iterations_total` | | control iterations completed |
+//! | `iteration_seconds` | | histogram of whole-iteration wall time |
+//! | `model_seconds` | | histogram of time spent in the network model per iteration |
+//! | `gp_samples` | | samples the residual GP holds |
+//! | `regime_shifts_total` | | regime shifts detected |
+//! | `actuator_errors_total` | | actuator failures |
+//! | `rollbacks_total` | | returns to the last known good configuration |
+//! | `workload_flows` | class, dscp | flows in the workload window |
+//! | `workload_offered_mbps` | class, dscp | offered load of the window |
+//! | `mode_apply` | | 1 in apply mode, 0 in advise mode |
+//!
+//! This module holds no I/O besides rendering text.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+/// Labels of a per-class series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClassLabels {
+    /// Class name.
+    pub class: String,
+    /// DSCP as a decimal string.
+    pub dscp: String,
+}
+
+/// Labels of a knob series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KnobLabels {
+    /// `AF11.weight`, `AF11.ecn_threshold`, ...
+    pub knob: String,
+    /// Class name.
+    pub class: String,
+    /// `weight`, `ecn_threshold_bytes`, `init_cwnd_packets`, `buffer_bytes`.
+    pub kind: String,
+}
+
+type FGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric the daemon exports.
+pub struct Metrics {
+    registry: Registry,
+    /// Per-class SLI.
+    pub class_sli: Family<ClassLabels, FGauge>,
+    /// Per-class SLO.
+    pub class_slo: Family<ClassLabels, FGauge>,
+    /// Per-class ratio.
+    pub class_ratio: Family<ClassLabels, FGauge>,
+    /// Per-class compliance (0/1).
+    pub class_slo_met: Family<ClassLabels, FGauge>,
+    /// All SLOs met (0/1).
+    pub all_slos_met: FGauge,
+    /// Measured g.
+    pub objective_measured: FGauge,
+    /// Predicted ĝ.
+    pub objective_predicted: FGauge,
+    /// σ of ĝ.
+    pub objective_predicted_sigma: FGauge,
+    /// Knob values.
+    pub knob: Family<KnobLabels, FGauge>,
+    /// Iterations.
+    pub iterations: Counter,
+    /// Iteration latency.
+    pub iteration_seconds: Histogram,
+    /// Model latency.
+    pub model_seconds: Histogram,
+    /// GP sample count.
+    pub gp_samples: FGauge,
+    /// Regime shifts.
+    pub regime_shifts: Counter,
+    /// Actuator errors.
+    pub actuator_errors: Counter,
+    /// Rollbacks.
+    pub rollbacks: Counter,
+    /// Workload flows per class.
+    pub workload_flows: Family<ClassLabels, FGauge>,
+    /// Workload offered load per class.
+    pub workload_offered_mbps: Family<ClassLabels, FGauge>,
+    /// Mode (1 = apply).
+    pub mode_apply: FGauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("polyphony"),
+            class_sli: Family::default(),
+            class_slo: Family::default(),
+            class_ratio: Family::default(),
+            class_slo_met: Family::default(),
+            all_slos_met: FGauge::default(),
+            objective_measured: FGauge::default(),
+            objective_predicted: FGauge::default(),
+            objective_predicted_sigma: FGauge::default(),
+            knob: Family::default(),
+            iterations: Counter::default(),
+            iteration_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
+            model_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
+            gp_samples: FGauge::default(),
+            regime_shifts: Counter::default(),
+            actuator_errors: Counter::default(),
+            rollbacks: Counter::default(),
+            workload_flows: Family::default(),
+            workload_offered_mbps: Family::default(),
+            mode_apply: FGauge::default(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "class_sli",
+            "Measured SLI (SLO percentile of FCT slowdown) per class",
+            m.class_sli.clone(),
+        );
+        r.register(
+            "class_slo",
+            "SLO threshold on the slowdown per class",
+            m.class_slo.clone(),
+        );
+        r.register(
+            "class_ratio",
+            "SLI over SLO per class; at most 1 is compliant",
+            m.class_ratio.clone(),
+        );
+        r.register(
+            "class_slo_met",
+            "1 when the class met its SLO last interval",
+            m.class_slo_met.clone(),
+        );
+        r.register(
+            "all_slos_met",
+            "1 when every class met its SLO last interval",
+            m.all_slos_met.clone(),
+        );
+        r.register(
+            "objective_measured",
+            "Measured objective g = J(ratios)",
+            m.objective_measured.clone(),
+        );
+        r.register(
+            "objective_predicted",
+            "Predicted objective g-hat at the configuration chosen next",
+            m.objective_predicted.clone(),
+        );
+        r.register(
+            "objective_predicted_sigma",
+            "Standard deviation of the predicted objective",
+            m.objective_predicted_sigma.clone(),
+        );
+        r.register("knob", "Knob values in force, physical units", m.knob.clone());
+        r.register("iterations", "Control iterations completed", m.iterations.clone());
+        r.register(
+            "iteration_seconds",
+            "Wall time of one control iteration",
+            m.iteration_seconds.clone(),
+        );
+        r.register(
+            "model_seconds",
+            "Wall time spent in the network model in one iteration",
+            m.model_seconds.clone(),
+        );
+        r.register("gp_samples", "Samples held by the residual GP", m.gp_samples.clone());
+        r.register("regime_shifts", "Regime shifts detected", m.regime_shifts.clone());
+        r.register("actuator_errors", "Actuator failures", m.actuator_errors.clone());
+        r.register(
+            "rollbacks",
+            "Returns to the last known good configuration",
+            m.rollbacks.clone(),
+        );
+        r.register(
+            "workload_flows",
+            "Flows in the workload window per class",
+            m.workload_flows.clone(),
+        );
+        r.register(
+            "workload_offered_mbps",
+            "Offered load of the workload window per class, Mbit/s",
+            m.workload_offered_mbps.clone(),
+        );
+        r.register("mode_apply", "1 in apply mode, 0 in advise mode", m.mode_apply.clone());
+        m
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Labels of a class.
+pub fn class_labels(name: &str, dscp: u8) -> ClassLabels {
+    ClassLabels {
+        class: name.to_string(),
+        dscp: dscp.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_carries_the_documented_names() {
+        let m = Metrics::new();
+        m.class_ratio.get_or_create(&class_labels("AF11", 10)).set(0.8);
+        m.iterations.inc();
+        m.iteration_seconds.observe(0.3);
+        let text = m.render();
+        assert!(
+            text.contains("polyphony_class_ratio{class=\"AF11\",dscp=\"10\"} 0.8"),
+            "{text}"
+        );
+        assert!(text.contains("polyphony_iterations_total 1"), "{text}");
+        assert!(text.contains("polyphony_iteration_seconds_bucket"), "{text}");
+    }
+}

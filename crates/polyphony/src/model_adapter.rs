@@ -1,0 +1,102 @@
+//! The bridge from the model crate's [`NetworkModel`] to the controller core's
+//! [`PerformanceModel`]: a batch of candidate configurations is scored on one workload window
+//! with the core's common-random-number seed, split across threads (rayon), and the time spent
+//! is accumulated so the daemon can report model time separately from the iteration.
+//!
+//! Pure computation; no I/O.
+
+use crate::config::ModelKind;
+use crate::network::Traffic;
+use polyphony_core::{ModelError, PerformanceModel};
+use polyphony_model::NetworkModel;
+use polyphony_spec::{NetworkConfig, SliVector, Workload};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The network model of the given kind with its default options.
+pub fn network_model(kind: ModelKind) -> Arc<dyn NetworkModel> {
+    match kind {
+        ModelKind::Flowsim => Arc::new(polyphony_model::FlowSim::default()),
+        ModelKind::Pktsim => Arc::new(polyphony_model::PktSim::default()),
+    }
+}
+
+/// A [`PerformanceModel`] over one workload window.
+pub struct WindowModel {
+    model: Arc<dyn NetworkModel>,
+    traffic: Traffic,
+    workload: Arc<Workload>,
+    pool: Arc<rayon::ThreadPool>,
+    nanos: AtomicU64,
+    calls: AtomicU64,
+}
+
+/// A rayon pool with `threads` threads (0 = one per core).
+pub fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
+    let b = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("model-{i}"));
+    // Building a pool fails only when threads cannot be spawned; fall back to a single thread.
+    Arc::new(b.build().unwrap_or_else(|_| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start even one model thread: {e}"))
+    }))
+}
+
+impl WindowModel {
+    /// A model of `traffic`'s network replaying `workload`.
+    pub fn new(
+        model: Arc<dyn NetworkModel>,
+        traffic: Traffic,
+        workload: Arc<Workload>,
+        pool: Arc<rayon::ThreadPool>,
+    ) -> WindowModel {
+        WindowModel {
+            model,
+            traffic,
+            workload,
+            pool,
+            nanos: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// Wall time spent in `predict` so far, seconds.
+    pub fn seconds(&self) -> f64 {
+        self.nanos.load(Ordering::Relaxed) as f64 * 1e-9
+    }
+
+    /// Configurations scored so far.
+    pub fn evaluations(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+impl PerformanceModel for WindowModel {
+    fn predict(&self, configs: &[NetworkConfig], crn_seed: u64) -> Result<Vec<SliVector>, ModelError> {
+        let t0 = Instant::now();
+        let input = self.traffic.input(self.workload.clone(), crn_seed);
+        let threads = self.pool.current_num_threads().max(1);
+        let chunk = configs.len().div_ceil(threads).max(1);
+        let results: Vec<_> = self.pool.install(|| {
+            configs
+                .par_chunks(chunk)
+                .flat_map_iter(|c| self.model.evaluate(&input, c))
+                .collect()
+        });
+        self.nanos.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.calls.fetch_add(configs.len() as u64, Ordering::Relaxed);
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.map(|o| o.sli)
+                    .map_err(|e| ModelError(format!("{} on candidate {i}: {e}", self.model.name())))
+            })
+            .collect()
+    }
+}

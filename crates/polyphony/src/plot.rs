@@ -1,0 +1,211 @@
+//! The demo's plot (plotters): per-class p99 slowdown with each class's SLO as a dashed line
+//! (top), and the objective J (bottom), against the iteration number. SVG carries titles and
+//! axis labels; PNG (the bitmap backend is built without a font engine) carries the same lines
+//! without text. Writes the one file it is given.
+
+use anyhow::{anyhow, bail, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// One class's series.
+#[derive(Debug, Clone)]
+pub struct ClassSeries {
+    /// Class name.
+    pub name: String,
+    /// SLO threshold.
+    pub slo: f64,
+    /// p99 per iteration.
+    pub p99: Vec<f64>,
+}
+
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Writes the plot to `path` (.svg or .png).
+pub fn write(path: &Path, classes: &[ClassSeries], objective: &[f64], converged_at: Option<usize>) -> Result<()> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    match ext.as_str() {
+        "svg" => {
+            let root = SVGBackend::new(path, (1000, 760)).into_drawing_area();
+            draw(&root, classes, objective, converged_at, true)?;
+            root.present().map_err(|e| anyhow!("{}: {e}", path.display()))
+        }
+        "png" => {
+            let root = BitMapBackend::new(path, (1000, 760)).into_drawing_area();
+            draw(&root, classes, objective, converged_at, false)?;
+            root.present().map_err(|e| anyhow!("{}: {e}", path.display()))
+        }
+        _ => bail!("--plot {}: use a .svg or .png file name", path.display()),
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    classes: &[ClassSeries],
+    objective: &[f64],
+    converged_at: Option<usize>,
+    text: bool,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing the plot: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let (top, bottom) = root.split_vertically(480);
+    let n = classes
+        .iter()
+        .map(|c| c.p99.len())
+        .chain(std::iter::once(objective.len()))
+        .max()
+        .unwrap_or(1)
+        .max(2);
+    let ymax = classes
+        .iter()
+        .flat_map(|c| c.p99.iter().copied().chain(std::iter::once(c.slo)))
+        .filter(|v| v.is_finite())
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let mut b = ChartBuilder::on(&top);
+    b.margin(12)
+        .x_label_area_size(if text { 30 } else { 0 })
+        .y_label_area_size(if text { 60 } else { 0 });
+    if text {
+        b.caption("p99 FCT slowdown per class (dashed: SLO)", ("sans-serif", 20));
+    }
+    let mut chart = b.build_cartesian_2d(1f64..n as f64, 0f64..ymax).map_err(err)?;
+    let mut mesh = chart.configure_mesh();
+    if text {
+        mesh.x_desc("iteration").y_desc("p99 slowdown");
+    } else {
+        mesh.disable_x_mesh().x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(err)?;
+    for (i, c) in classes.iter().enumerate() {
+        let col = COLOURS[i % COLOURS.len()];
+        let s = chart
+            .draw_series(LineSeries::new(
+                c.p99.iter().enumerate().map(|(t, v)| ((t + 1) as f64, *v)),
+                col.stroke_width(2),
+            ))
+            .map_err(err)?;
+        if text {
+            let name = format!("{} (SLO {})", c.name, c.slo);
+            s.label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+        }
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(1.0, c.slo), (n as f64, c.slo)],
+                6,
+                4,
+                col.stroke_width(1),
+            ))
+            .map_err(err)?;
+    }
+    if let Some(t) = converged_at {
+        chart
+            .draw_series(LineSeries::new(
+                [(t as f64, 0.0), (t as f64, ymax)],
+                BLACK.mix(0.4).stroke_width(1),
+            ))
+            .map_err(err)?;
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
+    let jmax = objective
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let mut b = ChartBuilder::on(&bottom);
+    b.margin(12)
+        .x_label_area_size(if text { 30 } else { 0 })
+        .y_label_area_size(if text { 60 } else { 0 });
+    if text {
+        b.caption("objective J (lower is better; ≤ 1 ≈ all SLOs met)", ("sans-serif", 18));
+    }
+    let mut chart = b.build_cartesian_2d(1f64..n as f64, 0f64..jmax).map_err(err)?;
+    let mut mesh = chart.configure_mesh();
+    if text {
+        mesh.x_desc("iteration").y_desc("J");
+    } else {
+        mesh.disable_x_mesh().x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(err)?;
+    chart
+        .draw_series(LineSeries::new(
+            objective.iter().enumerate().map(|(t, v)| ((t + 1) as f64, *v)),
+            BLACK.stroke_width(2),
+        ))
+        .map_err(err)?;
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(1.0, 1.0), (n as f64, 1.0)],
+            6,
+            4,
+            RED.stroke_width(1),
+        ))
+        .map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series() -> Vec<ClassSeries> {
+        vec![ClassSeries {
+            name: "AF11".into(),
+            slo: 11.0,
+            p99: vec![30.0, 20.0, 9.0],
+        }]
+    }
+
+    #[test]
+    fn svg_has_the_series_and_labels() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("p.svg");
+        write(&p, &series(), &[2.0, 1.5, 0.9], Some(3)).unwrap();
+        let s = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            s.contains("<svg") && s.contains("AF11 (SLO 11)"),
+            "{}",
+            &s[..200.min(s.len())]
+        );
+    }
+
+    #[test]
+    fn png_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("p.png");
+        write(&p, &series(), &[2.0, 1.5, 0.9], None).unwrap();
+        let b = std::fs::read(&p).unwrap();
+        assert_eq!(&b[1..4], b"PNG");
+    }
+
+    #[test]
+    fn other_extensions_are_refused() {
+        let e = write(Path::new("x.jpg"), &series(), &[1.0], None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--plot"), "{e}");
+    }
+}

@@ -1,0 +1,93 @@
+//! `polyphony simulate`: the per-class SLIs of a scenario under one configuration, by either
+//! model (the model crate's `simulate`). Reads the scenario, the configuration file and the
+//! flow-size CDFs; writes only to stdout.
+
+use crate::cli::{ModelArg, SimulateArgs};
+use crate::network::load_scenario;
+use crate::Failure;
+use anyhow::anyhow;
+use polyphony_model::{simulate, ModelKind, SimulateRequest};
+use polyphony_spec::{Nanos, NetworkConfig};
+use std::path::Path;
+
+/// Reads a `NetworkConfig` from TOML or JSON (by extension; `.json` is JSON, anything else TOML)
+/// and validates it. Errors name the file, the line (TOML) and the key.
+pub fn read_network_config(path: &Path) -> Result<NetworkConfig, String> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    let cfg: NetworkConfig = if path.extension().is_some_and(|e| e == "json") {
+        serde_json::from_str(&text).map_err(|e| format!("{shown}:{}: {e}", e.line()))?
+    } else {
+        toml::from_str(&text).map_err(|e| {
+            let line = e.span().map(|r| crate::config::line_of(&text, r.start)).unwrap_or(0);
+            format!("{shown}:{line}: {}", e.message().trim())
+        })?
+    };
+    cfg.validate().map_err(|e| format!("{shown}: {e}"))?;
+    Ok(cfg)
+}
+
+/// Runs the command.
+pub fn main(args: SimulateArgs) -> Result<(), Failure> {
+    let scenario = load_scenario(&args.scenario).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?;
+    let config = match &args.network_config {
+        Some(p) => {
+            let c = read_network_config(p).map_err(|e| Failure::Usage(format!("--network-config: {e}")))?;
+            if scenario.classes.iter().any(|k| c.class(k.dscp).is_none()) {
+                return Err(Failure::Usage(format!(
+                    "--network-config: {}: configure every class of the scenario ({})",
+                    p.display(),
+                    scenario
+                        .classes
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    if let Some(d) = args.duration {
+        if !(d.is_finite() && d > 0.0 && d <= 3600.0) {
+            return Err(Failure::Usage(format!("--duration {d}: seconds in (0, 3600]")));
+        }
+    }
+    let mut req = SimulateRequest::new(
+        scenario,
+        match args.model {
+            ModelArg::Flowsim => ModelKind::FlowSim,
+            ModelArg::Pktsim => ModelKind::PktSim,
+        },
+    );
+    req.config = config;
+    req.duration = args.duration.map(Nanos::from_secs_f64);
+    req.seed = Some(args.seed);
+    let report = simulate(&req).map_err(|e| Failure::Runtime(anyhow!("{e}")))?;
+    if args.json {
+        let classes: Vec<_> = report
+            .scenario
+            .classes
+            .iter()
+            .map(|c| {
+                let s = report.output.sli.get(c.dscp);
+                serde_json::json!({
+                    "class": c.name, "dscp": c.dscp.value(), "slo": c.slo.max_slowdown,
+                    "sli": s.and_then(|s| s.at(c.slo.percentile)),
+                    "stats": s,
+                })
+            })
+            .collect();
+        let j = serde_json::json!({
+            "scenario": report.scenario.name, "model": report.model, "config": report.config,
+            "flows": report.output.stats.flows, "measured": report.output.stats.measured,
+            "unfinished": report.output.stats.unfinished, "wall_seconds": report.wall.as_secs_f64(),
+            "classes": classes,
+        });
+        println!("{j}");
+    } else {
+        print!("{report}");
+    }
+    Ok(())
+}

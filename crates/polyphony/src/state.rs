@@ -1,0 +1,308 @@
+//! Persistence of the daemon's state in its state directory.
+//!
+//! One file, `state.json`, holds everything a restart needs: the controller's serialised state
+//! (its admitted samples, trust region, best value, ...), the configuration in force, the last
+//! known good configuration and the recent iteration history. It is replaced atomically: the new
+//! content goes to a temporary file in the same directory, which is fsynced, renamed over the old
+//! file, and then the directory is fsynced. A `kill -9` at any moment leaves either the old or the
+//! new file, never a torn one. This module touches only the state directory.
+
+use polyphony_spec::NetworkConfig;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The state file's name inside the state directory.
+pub const STATE_FILE: &str = "state.json";
+/// How many iteration records the state keeps (older ones are dropped).
+pub const HISTORY_LIMIT: usize = 2_000;
+/// The format version written; a different version is refused on load.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A state directory problem.
+#[derive(Debug, Error)]
+pub enum StateError {
+    /// Reading or writing failed.
+    #[error("{path}: {op}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// What was being done.
+        op: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a state this version understands.
+    #[error("{path}: not a polyphony state file ({why}); move it away to start fresh")]
+    Corrupt {
+        /// The file.
+        path: String,
+        /// Why it was refused.
+        why: String,
+    },
+}
+
+/// One class's numbers in one iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassRecord {
+    /// Class name.
+    pub name: String,
+    /// DSCP.
+    pub dscp: u8,
+    /// Measured SLI (the SLO's percentile of the slowdown).
+    pub sli: f64,
+    /// The SLO threshold.
+    pub slo: f64,
+    /// sli / slo.
+    pub ratio: f64,
+    /// Model's prediction for this class at the configuration measured, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<f64>,
+}
+
+/// What the daemon did with the configuration it chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Applied through the actuators (or the simulated network).
+    Applied,
+    /// Published only (advise mode).
+    Advised,
+    /// The measurement broke the guard or an actuator failed: returned to last known good.
+    RolledBack,
+    /// The controller could not propose (error logged); configuration unchanged.
+    Held,
+}
+
+/// One control iteration, as the history and the status API show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IterationRecord {
+    /// 1-based iteration number.
+    pub iteration: u64,
+    /// Unix time in seconds when it ended.
+    pub unix_time: f64,
+    /// The configuration the measurement was taken under.
+    pub measured_config: NetworkConfig,
+    /// Per-class SLIs.
+    pub classes: Vec<ClassRecord>,
+    /// Measured objective g (J of the measured ratios).
+    pub g: f64,
+    /// Whether every SLO held.
+    pub all_slos_met: bool,
+    /// Whether the controller admitted the sample.
+    pub admitted: bool,
+    /// The next configuration chosen.
+    pub next_config: NetworkConfig,
+    /// Predicted ĝ at the next configuration.
+    pub predicted_g: f64,
+    /// σ of the prediction.
+    pub predicted_sigma: f64,
+    /// Expected improvement of the chosen configuration.
+    pub ei: f64,
+    /// Why the controller chose it.
+    pub reason: String,
+    /// What happened to it.
+    pub action: Action,
+    /// Wall time of the whole iteration, seconds.
+    pub iteration_seconds: f64,
+    /// Of which spent in the model, seconds.
+    pub model_seconds: f64,
+}
+
+/// Everything a restart needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersistedState {
+    /// [`FORMAT_VERSION`].
+    pub version: u32,
+    /// Iterations completed.
+    pub iteration: u64,
+    /// The configuration in force on the network (or advised, in advise mode).
+    pub config_in_force: NetworkConfig,
+    /// The last configuration whose measurement passed the guard.
+    pub last_good: NetworkConfig,
+    /// The controller's own state (the core's serde form).
+    pub controller: serde_json::Value,
+    /// Regime shifts seen so far.
+    #[serde(default)]
+    pub regime_shifts: u64,
+    /// Rollbacks so far.
+    #[serde(default)]
+    pub rollbacks: u64,
+    /// Actuator errors so far.
+    #[serde(default)]
+    pub actuator_errors: u64,
+    /// Recent iterations, oldest first, at most [`HISTORY_LIMIT`].
+    #[serde(default)]
+    pub history: Vec<IterationRecord>,
+}
+
+impl PersistedState {
+    /// Appends a record, dropping the oldest beyond [`HISTORY_LIMIT`].
+    pub fn push_history(&mut self, r: IterationRecord) {
+        self.history.push(r);
+        if self.history.len() > HISTORY_LIMIT {
+            let excess = self.history.len() - HISTORY_LIMIT;
+            self.history.drain(..excess);
+        }
+    }
+}
+
+/// A state directory.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    dir: PathBuf,
+}
+
+fn io(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> StateError {
+    let path = path.display().to_string();
+    move |source| StateError::Io { path, op, source }
+}
+
+impl StateDir {
+    /// Opens (creating if needed, mode 0700) the directory.
+    pub fn open(dir: &Path) -> Result<StateDir, StateError> {
+        fs::create_dir_all(dir).map_err(io(dir, "create directory"))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+        }
+        Ok(StateDir { dir: dir.to_path_buf() })
+    }
+
+    /// The state file's path.
+    pub fn file(&self) -> PathBuf {
+        self.dir.join(STATE_FILE)
+    }
+
+    /// Loads the state, `None` when there is none yet.
+    pub fn load(&self) -> Result<Option<PersistedState>, StateError> {
+        let path = self.file();
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&path, "read")(e)),
+        };
+        let s: PersistedState = serde_json::from_str(&text).map_err(|e| StateError::Corrupt {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        if s.version != FORMAT_VERSION {
+            return Err(StateError::Corrupt {
+                path: path.display().to_string(),
+                why: format!("format version {} (this build writes {FORMAT_VERSION})", s.version),
+            });
+        }
+        Ok(Some(s))
+    }
+
+    /// Replaces the state atomically (temp file, fsync, rename, fsync of the directory).
+    pub fn save(&self, state: &PersistedState) -> Result<(), StateError> {
+        let bytes = serde_json::to_vec(state).map_err(|e| StateError::Corrupt {
+            path: self.file().display().to_string(),
+            why: format!("cannot serialise: {e}"),
+        })?;
+        write_atomically(&self.file(), &bytes)
+    }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old or the new content.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    {
+        let mut f = File::create(&tmp).map_err(io(&tmp, "create temporary file"))?;
+        f.write_all(bytes).map_err(io(&tmp, "write"))?;
+        f.sync_all().map_err(io(&tmp, "fsync"))?;
+    }
+    fs::rename(&tmp, path).map_err(io(path, "rename into place"))?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(dir, "fsync directory"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyphony_spec::{Bytes, Dscp, Packets};
+
+    fn state(iteration: u64) -> PersistedState {
+        let c = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21], Bytes(30_000), Packets(10));
+        PersistedState {
+            version: FORMAT_VERSION,
+            iteration,
+            config_in_force: c.clone(),
+            last_good: c,
+            controller: serde_json::json!({"samples": [1, 2, 3]}),
+            regime_shifts: 0,
+            rollbacks: 0,
+            actuator_errors: 0,
+            history: vec![],
+        }
+    }
+
+    #[test]
+    fn save_then_load_round_trips_and_leaves_no_temporary_file() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::open(d.path()).unwrap();
+        assert_eq!(s.load().unwrap(), None);
+        s.save(&state(3)).unwrap();
+        s.save(&state(4)).unwrap();
+        assert_eq!(s.load().unwrap(), Some(state(4)));
+        let names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(STATE_FILE)]);
+    }
+
+    #[test]
+    fn a_torn_file_is_refused_with_its_path() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::open(d.path()).unwrap();
+        fs::write(s.file(), b"{\"version\": 1, \"iter").unwrap();
+        let e = s.load().unwrap_err().to_string();
+        assert!(
+            e.contains(STATE_FILE) && e.contains("not a polyphony state file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut s = state(0);
+        let r = IterationRecord {
+            iteration: 0,
+            unix_time: 0.0,
+            measured_config: s.config_in_force.clone(),
+            classes: vec![],
+            g: 1.0,
+            all_slos_met: true,
+            admitted: true,
+            next_config: s.config_in_force.clone(),
+            predicted_g: 1.0,
+            predicted_sigma: 0.1,
+            ei: 0.0,
+            reason: "x".into(),
+            action: Action::Advised,
+            iteration_seconds: 0.0,
+            model_seconds: 0.0,
+        };
+        for i in 0..(HISTORY_LIMIT as u64 + 5) {
+            s.push_history(IterationRecord {
+                iteration: i,
+                ..r.clone()
+            });
+        }
+        assert_eq!(s.history.len(), HISTORY_LIMIT);
+        assert_eq!(s.history[0].iteration, 5);
+    }
+}
