@@ -1,0 +1,98 @@
+//! Criterion benchmark of one `propose` with W_s = 50 samples, the nine-knob space and a
+//! model that burns ~1 ms per configuration. Reports the controller's own time (wall time
+//! minus the model's busy time) and the model evaluations per proposal on stderr.
+//!
+//! `cargo bench -p polyphony-bench --bench propose -- --warm-up-time 1 --measurement-time 10`
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use polyphony_bench::synthetic::{Problem, SyntheticModel, TRUTH};
+use polyphony_core::{default_initial, Controller, ControllerParams, LocalSolver, Observation, Variant};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::time::{Duration, Instant};
+
+/// A controller holding 50 admitted samples spread over the space.
+fn primed(solver: LocalSolver) -> Controller {
+    let problem = Problem::new(0.05);
+    let params = ControllerParams {
+        acq_solver: solver,
+        ..ControllerParams::default()
+    };
+    let init = default_initial(&problem.classes);
+    let mut c = Controller::new(&problem.classes, &problem.knobs, init, params, Variant::FULL).expect("valid");
+    let quick = SyntheticModel {
+        problem: problem.clone(),
+        cost: Duration::ZERO,
+    };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+    let mut noise = Xoshiro256PlusPlus::seed_from_u64(2);
+    let space = problem.space.clone();
+    while c.samples() < 50 {
+        let z: Vec<f64> = (0..9)
+            .map(|i| {
+                if i < 6 {
+                    rng.gen::<f64>()
+                } else {
+                    rng.gen::<f64>() * 2.0 - 1.0
+                }
+            })
+            .collect();
+        let cfg = space.config_of(&space.point_of(&z), c.initial()).expect("valid");
+        let (_, slis) = problem.measure(&cfg, &mut noise);
+        c.observe(&Observation {
+            config: cfg,
+            slis,
+            workload: None,
+        })
+        .expect("observe");
+        c.propose(&quick).expect("propose");
+    }
+    let _ = TRUTH;
+    c
+}
+
+fn bench(cr: &mut Criterion) {
+    let cost = Duration::from_millis(1);
+    for (name, solver) in [
+        ("nelder-mead", LocalSolver::NelderMead),
+        ("lbfgs-fd", LocalSolver::LbfgsFiniteDiff),
+    ] {
+        let base = primed(solver);
+        let model = SyntheticModel {
+            problem: Problem::new(0.05),
+            cost,
+        };
+        let mut evals = Vec::new();
+        let mut overhead = Vec::new();
+        cr.bench_function(&format!("propose/{name}/ws50/9knobs/1ms-model"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut c = base.clone();
+                    let t = Instant::now();
+                    let p = c.propose(&model).expect("propose");
+                    let dt = t.elapsed();
+                    total += dt;
+                    evals.push(p.model_evaluations);
+                    overhead.push(dt.saturating_sub(cost * p.model_evaluations as u32));
+                }
+                total
+            })
+        });
+        overhead.sort();
+        evals.sort();
+        if !overhead.is_empty() {
+            eprintln!(
+                "{name}: controller overhead (wall − model busy time) median {:?}, p90 {:?}; model evaluations per proposal median {}, max {}; n = {}",
+                overhead[overhead.len() / 2],
+                overhead[overhead.len() * 9 / 10],
+                evals[evals.len() / 2],
+                evals[evals.len() - 1],
+                overhead.len()
+            );
+        }
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

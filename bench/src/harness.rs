@@ -1,0 +1,239 @@
+//! Runs tuners against the synthetic problem, one closed loop per (tuner, seed): measure the
+//! current configuration, observe, propose, apply. Summarises the metrics of
+//! `polyphony_core::metrics` over seeds into a Markdown table.
+
+use crate::synthetic::{Problem, SyntheticModel, TRUTH};
+use polyphony_core::{
+    default_initial, metrics, Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, Objective,
+    Observation, Tuner, Variant,
+};
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Every tuner the harness knows, in table order.
+pub const ALL: [&str; 8] = [
+    "polyphony",
+    "no-trust-region",
+    "no-correction",
+    "no-model",
+    "no-denoiser",
+    "whole-space-bo",
+    "bluefin",
+    "fixed",
+];
+
+/// Builds tuner `name` for the problem.
+pub fn make_tuner(name: &str, problem: &Problem, params: &ControllerParams) -> Result<Box<dyn Tuner>, CoreError> {
+    let init = default_initial(&problem.classes);
+    let variant = match name {
+        "polyphony" => Variant::FULL,
+        "no-trust-region" => Variant::NO_TRUST_REGION,
+        "no-correction" => Variant::NO_CORRECTION,
+        "no-model" => Variant::NO_MODEL,
+        "no-denoiser" => Variant::NO_DENOISER,
+        "whole-space-bo" => Variant::WHOLE_SPACE_BO,
+        "bluefin" => {
+            let bp = BluefinParams {
+                seed: params.seed,
+                ..BluefinParams::default()
+            };
+            return Ok(Box::new(Bluefin::new(
+                &problem.classes,
+                &problem.knobs,
+                init,
+                params.lse_sharpness,
+                params.fairness_weight,
+                bp,
+            )?));
+        }
+        "fixed" => {
+            return Ok(Box::new(FixedConfig::new(
+                &problem.classes,
+                init,
+                params.lse_sharpness,
+                params.fairness_weight,
+            )?));
+        }
+        other => {
+            return Err(CoreError::InvalidConfig(format!(
+                "unknown tuner {other:?}; known: {}",
+                ALL.join(", ")
+            )))
+        }
+    };
+    Ok(Box::new(Controller::new(
+        &problem.classes,
+        &problem.knobs,
+        init,
+        params.clone(),
+        variant,
+    )?))
+}
+
+/// What one run produced, per iteration.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Measured ratios.
+    pub ratios: Vec<Vec<f64>>,
+    /// Objective of the noise-free true system at the applied configuration.
+    pub true_j: Vec<f64>,
+    /// Model evaluations per proposal.
+    pub evaluations: Vec<usize>,
+}
+
+/// One closed-loop run of `iterations` measured intervals.
+pub fn run(
+    name: &str,
+    problem: &Problem,
+    seed: u64,
+    iterations: usize,
+    params: &ControllerParams,
+    verbose: bool,
+) -> Result<Trace, CoreError> {
+    let params = ControllerParams { seed, ..params.clone() };
+    let mut tuner = make_tuner(name, problem, &params)?;
+    let model = SyntheticModel {
+        problem: problem.clone(),
+        cost: std::time::Duration::ZERO,
+    };
+    let objective = Objective::new(&problem.classes, params.lse_sharpness, params.fairness_weight)?;
+    // Measurement noise depends on the seed only, so every tuner sees the same noise sequence.
+    let mut noise = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xA5A5_5A5A);
+    let mut cfg = default_initial(&problem.classes);
+    let mut t = Trace::default();
+    for _ in 0..iterations {
+        let (r, slis) = problem.measure(&cfg, &mut noise);
+        t.true_j.push(objective.of_ratios(&problem.ratios(&TRUTH, &cfg)));
+        t.ratios.push(r);
+        tuner.observe(&Observation {
+            config: cfg.clone(),
+            slis,
+            workload: None,
+        })?;
+        let p = tuner.propose(&model)?;
+        if verbose {
+            eprintln!(
+                "{name} it {:>2} trueJ {:.3} r {:?} -> ĝ {:?} σ {:?} EI {:?} evals {} | {} | {:?}",
+                t.ratios.len() - 1,
+                t.true_j.last().copied().unwrap_or(f64::NAN),
+                t.ratios
+                    .last()
+                    .map(|r| r.iter().map(|v| (v * 100.0).round() / 100.0).collect::<Vec<_>>()),
+                p.g_hat,
+                p.sigma,
+                p.expected_improvement,
+                p.model_evaluations,
+                p.reason.text,
+                p.surrogate
+            );
+        }
+        t.evaluations.push(p.model_evaluations);
+        cfg = p.config;
+    }
+    Ok(t)
+}
+
+/// Median of a list (None if empty).
+pub fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    })
+}
+
+/// Per-tuner summary over seeds.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// Tuner name.
+    pub name: String,
+    /// Runs that converged / runs.
+    pub converged: (usize, usize),
+    /// Median convergence iteration, counting a run that never converged as never (None when
+    /// half or more never converged).
+    pub median_convergence: Option<f64>,
+    /// Median hindsight regret (noise-free J, reference = best J any tuner reached on that seed).
+    pub median_regret: f64,
+    /// Median final true objective.
+    pub median_final: f64,
+    /// Median min-max fairness at the end (measured ratios).
+    pub median_fairness: f64,
+    /// Median over runs of mean model evaluations per proposal.
+    pub median_evaluations: f64,
+}
+
+/// Summarises traces: `traces[tuner][seed]`.
+pub fn summarise(names: &[String], traces: &[Vec<Trace>]) -> Vec<Row> {
+    let seeds = traces.first().map_or(0, |t| t.len());
+    // Per seed, the best noise-free objective any tuner reached: the regret reference.
+    let reference: Vec<f64> = (0..seeds)
+        .map(|s| {
+            traces
+                .iter()
+                .flat_map(|t| t[s].true_j.iter().copied())
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect();
+    names
+        .iter()
+        .zip(traces)
+        .map(|(name, runs)| {
+            let mut conv: Vec<f64> = runs
+                .iter()
+                .map(|t| metrics::convergence_iteration(&t.ratios, 3).map_or(f64::INFINITY, |c| c as f64))
+                .collect();
+            let converged = conv.iter().filter(|c| c.is_finite()).count();
+            let mc = median(&mut conv).filter(|m| m.is_finite());
+            let mut regret: Vec<f64> = runs
+                .iter()
+                .zip(&reference)
+                .map(|(t, r)| metrics::hindsight_regret(&t.true_j, Some(*r)))
+                .collect();
+            let mut fin: Vec<f64> = runs.iter().filter_map(|t| t.true_j.last().copied()).collect();
+            let mut fair: Vec<f64> = runs
+                .iter()
+                .filter_map(|t| t.ratios.last().map(|r| metrics::min_max_fairness(r)))
+                .collect();
+            let mut ev: Vec<f64> = runs
+                .iter()
+                .map(|t| t.evaluations.iter().sum::<usize>() as f64 / t.evaluations.len().max(1) as f64)
+                .collect();
+            Row {
+                name: name.clone(),
+                converged: (converged, runs.len()),
+                median_convergence: mc,
+                median_regret: median(&mut regret).unwrap_or(f64::NAN),
+                median_final: median(&mut fin).unwrap_or(f64::NAN),
+                median_fairness: median(&mut fair).unwrap_or(f64::NAN),
+                median_evaluations: median(&mut ev).unwrap_or(f64::NAN),
+            }
+        })
+        .collect()
+}
+
+/// The rows as a Markdown table.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| tuner | converged runs | median convergence iteration | median regret | median final J | median fairness | model evals / proposal |\n|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        s += &format!(
+            "| {} | {}/{} | {} | {:.2} | {:.3} | {:.2} | {:.0} |\n",
+            r.name,
+            r.converged.0,
+            r.converged.1,
+            r.median_convergence
+                .map_or("never (median)".into(), |c| format!("{c:.1}")),
+            r.median_regret,
+            r.median_final,
+            r.median_fairness,
+            r.median_evaluations
+        );
+    }
+    s
+}

@@ -1,0 +1,455 @@
+//! The acquisition step (§4.3–§4.4): minimise A_TR(x) = −EI(x) + β·max(0, d(x, x_best) − ε)²
+//! over optimisation vectors (hypercube coordinates + simplex logits), multi-start.
+//!
+//! 1. One batch: the incumbent, the caller's extra starts (previous proposal, best samples) and
+//!    random points of the trust region (or of the whole space without one) are scored in a
+//!    single model call (common random numbers: one `crn_seed` for the whole proposal).
+//! 2. The best few distinct starts are refined with argmin (Nelder–Mead, or L-BFGS with a
+//!    forward-difference gradient whose D+1 points go to the model as one batch).
+//! 3. Every evaluated configuration is cached by its rounded physical value (integer knobs
+//!    make plateaus; a plateau is evaluated once); the answer is the best cached point. If no
+//!    point has EI above the floor, the lowest ĝ inside the trust region is proposed instead.
+//!
+//! Calls only the [`PerformanceModel`] it is given; no I/O of its own.
+
+use crate::ei::{expected_improvement, trust_penalty};
+use crate::gp::Surrogate;
+use crate::model::PerformanceModel;
+use crate::objective::Objective;
+use crate::params::{ControllerParams, LocalSolver};
+use crate::space::Space;
+use crate::CoreError;
+use argmin::core::{CostFunction, Executor, Gradient};
+use argmin::solver::linesearch::MoreThuenteLineSearch;
+use argmin::solver::neldermead::NelderMead;
+use argmin::solver::quasinewton::LBFGS;
+use ndarray::Array2;
+use polyphony_spec::{NetworkConfig, SliVector};
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// Everything the acquisition needs for one proposal.
+pub struct AcqContext<'a> {
+    /// The knob space.
+    pub space: &'a Space,
+    /// Values of knobs outside the space.
+    pub base: &'a NetworkConfig,
+    /// The objective.
+    pub objective: &'a Objective,
+    /// The residual surrogate.
+    pub surrogate: &'a Surrogate,
+    /// The model, or `None` for the model-free variants (f ≡ 0).
+    pub model: Option<&'a dyn PerformanceModel>,
+    /// Common-random-number seed of this proposal.
+    pub crn_seed: u64,
+    /// Trust-region centre (a point).
+    pub centre: &'a [f64],
+    /// Trust-region radius ε; `None` disables the trust region.
+    pub radius: Option<f64>,
+    /// g_best: the best measured (denoised) objective in the rolling window.
+    pub g_best: f64,
+    /// Hyperparameters.
+    pub params: &'a ControllerParams,
+    /// Points already sampled (for the space-filling initial design).
+    pub known: &'a [Vec<f64>],
+}
+
+/// One scored configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// Point of the (rounded) configuration.
+    pub x: Vec<f64>,
+    /// The physical configuration.
+    pub config: NetworkConfig,
+    /// The model's SLIs (None without a model).
+    pub slis: Option<SliVector>,
+    /// Model objective f (0 without a model; +∞ if the model's SLIs were unusable).
+    pub f: f64,
+    /// Residual posterior mean μ_R.
+    pub mu: f64,
+    /// Residual posterior standard deviation σ_R.
+    pub sigma: f64,
+    /// Expected improvement.
+    pub ei: f64,
+    /// Distance to the trust-region centre.
+    pub distance: f64,
+    /// A_TR.
+    pub acq: f64,
+}
+
+impl Scored {
+    /// ĝ = f + μ_R.
+    pub fn g_hat(&self) -> f64 {
+        self.f + self.mu
+    }
+}
+
+/// Result of one acquisition.
+#[derive(Debug, Clone)]
+pub struct AcqOutcome {
+    /// The chosen configuration.
+    pub best: Scored,
+    /// True when no candidate had EI above the floor and the lowest ĝ was taken instead.
+    pub exploit: bool,
+    /// Configurations sent to the model.
+    pub evaluations: usize,
+    /// Calls of `PerformanceModel::predict`.
+    pub calls: usize,
+}
+
+struct Evaluator<'a> {
+    ctx: &'a AcqContext<'a>,
+    cache: RefCell<HashMap<Vec<u64>, Scored>>,
+    order: RefCell<Vec<Vec<u64>>>,
+    evaluations: RefCell<usize>,
+    calls: RefCell<usize>,
+    error: RefCell<Option<CoreError>>,
+}
+
+fn key_of(x: &[f64]) -> Vec<u64> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+impl<'a> Evaluator<'a> {
+    fn new(ctx: &'a AcqContext<'a>) -> Self {
+        Evaluator {
+            ctx,
+            cache: RefCell::new(HashMap::new()),
+            order: RefCell::new(Vec::new()),
+            evaluations: RefCell::new(0),
+            calls: RefCell::new(0),
+            error: RefCell::new(None),
+        }
+    }
+
+    /// Scores a batch of optimisation vectors with one model call; returns A_TR of each.
+    fn score(&self, zs: &[Vec<f64>]) -> Vec<f64> {
+        let c = self.ctx;
+        let mut keys = Vec::with_capacity(zs.len());
+        let mut fresh: Vec<(Vec<u64>, Vec<f64>, NetworkConfig)> = Vec::new();
+        for z in zs {
+            let x = c.space.point_of(z);
+            let made = c
+                .space
+                .config_of(&x, c.base)
+                .and_then(|cfg| c.space.point_of_config(&cfg).map(|xr| (cfg, xr)));
+            let (cfg, xr) = match made {
+                Ok(v) => v,
+                Err(e) => {
+                    self.error.borrow_mut().get_or_insert(e);
+                    keys.push(None);
+                    continue;
+                }
+            };
+            let k = key_of(&xr);
+            if !self.cache.borrow().contains_key(&k) && !fresh.iter().any(|(fk, _, _)| *fk == k) {
+                fresh.push((k.clone(), xr, cfg));
+            }
+            keys.push(Some(k));
+        }
+        if !fresh.is_empty() && self.error.borrow().is_none() {
+            self.evaluate(fresh);
+        }
+        let cache = self.cache.borrow();
+        keys.iter()
+            .map(|k| k.as_ref().and_then(|k| cache.get(k)).map_or(f64::INFINITY, |s| s.acq))
+            .collect()
+    }
+
+    fn evaluate(&self, fresh: Vec<(Vec<u64>, Vec<f64>, NetworkConfig)>) {
+        let c = self.ctx;
+        let configs: Vec<NetworkConfig> = fresh.iter().map(|(_, _, cfg)| cfg.clone()).collect();
+        let slis: Vec<Option<SliVector>> = match c.model {
+            Some(m) => {
+                *self.calls.borrow_mut() += 1;
+                *self.evaluations.borrow_mut() += configs.len();
+                match m.predict(&configs, c.crn_seed) {
+                    Ok(v) if v.len() == configs.len() => v.into_iter().map(Some).collect(),
+                    Ok(v) => {
+                        self.error
+                            .borrow_mut()
+                            .get_or_insert(CoreError::Model(crate::ModelError(format!(
+                                "returned {} SLI vectors for {} configurations",
+                                v.len(),
+                                configs.len()
+                            ))));
+                        return;
+                    }
+                    Err(e) => {
+                        self.error.borrow_mut().get_or_insert(CoreError::Model(e));
+                        return;
+                    }
+                }
+            }
+            None => vec![None; configs.len()],
+        };
+        let nf = c.space.n_features();
+        let feats = Array2::from_shape_fn((fresh.len(), nf), |(i, j)| c.space.features(&fresh[i].1)[j]);
+        let post = c.surrogate.predict(&feats);
+        let mut cache = self.cache.borrow_mut();
+        let mut order = self.order.borrow_mut();
+        for (((k, xr, cfg), s), (mu, sigma)) in fresh.into_iter().zip(slis).zip(post) {
+            let f = match &s {
+                Some(s) => c.objective.value(s).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "model SLIs unusable; candidate discarded");
+                    f64::INFINITY
+                }),
+                None => 0.0,
+            };
+            let distance = c.space.distance(&xr, c.centre);
+            let ei = expected_improvement(f + mu, sigma, c.g_best);
+            let pen = c
+                .radius
+                .map_or(0.0, |r| trust_penalty(distance, r, c.params.penalty_beta));
+            let acq = if f.is_finite() { -ei + pen } else { f64::INFINITY };
+            order.push(k.clone());
+            cache.insert(
+                k,
+                Scored {
+                    x: xr,
+                    config: cfg,
+                    slis: s,
+                    f,
+                    mu,
+                    sigma,
+                    ei,
+                    distance,
+                    acq,
+                },
+            );
+        }
+    }
+}
+
+struct Problem<'a, 'b> {
+    ev: &'b Evaluator<'a>,
+    h: f64,
+}
+
+impl CostFunction for Problem<'_, '_> {
+    type Param = Vec<f64>;
+    type Output = f64;
+    fn cost(&self, z: &Vec<f64>) -> Result<f64, argmin::core::Error> {
+        let v = self.ev.score(std::slice::from_ref(z))[0];
+        // argmin's line searches dislike infinities; a large finite value keeps them working.
+        Ok(if v.is_finite() { v } else { 1e12 })
+    }
+}
+
+impl Gradient for Problem<'_, '_> {
+    type Param = Vec<f64>;
+    type Gradient = Vec<f64>;
+    fn gradient(&self, z: &Vec<f64>) -> Result<Vec<f64>, argmin::core::Error> {
+        let mut batch = vec![z.clone()];
+        for i in 0..z.len() {
+            let mut p = z.clone();
+            p[i] += self.h;
+            batch.push(p);
+        }
+        let v: Vec<f64> = self
+            .ev
+            .score(&batch)
+            .into_iter()
+            .map(|a| if a.is_finite() { a } else { 1e12 })
+            .collect();
+        Ok((1..v.len()).map(|i| (v[i] - v[0]) / self.h).collect())
+    }
+}
+
+/// Random optimisation vectors inside the trust region around `centre` (or the whole space).
+pub fn sample_starts(
+    space: &Space,
+    centre: &[f64],
+    radius: Option<f64>,
+    n: usize,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Vec<Vec<f64>> {
+    let zc = space.opt_of(centre);
+    let d = zc.len();
+    let nh = space.n_hypercube();
+    (0..n)
+        .map(|_| match radius {
+            None => (0..d)
+                .map(|i| if i < nh { rng.gen::<f64>() } else { 1.5 * gauss(rng) })
+                .collect(),
+            Some(r) => {
+                let dir: Vec<f64> = (0..d).map(|_| gauss(rng)).collect();
+                let at = |t: f64| -> Vec<f64> { zc.iter().zip(&dir).map(|(a, b)| a + t * b).collect() };
+                let dist = |t: f64| space.distance(&space.point_of(&at(t)), centre);
+                // Largest step along `dir` that stays inside the region (bisection).
+                let (mut lo, mut hi) = (0.0, 1.0);
+                while dist(hi) <= r && hi < 64.0 {
+                    lo = hi;
+                    hi *= 2.0;
+                }
+                for _ in 0..12 {
+                    let mid = 0.5 * (lo + hi);
+                    if dist(mid) <= r {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                at(lo * rng.gen::<f64>().powf(1.0 / d as f64))
+            }
+        })
+        .collect()
+}
+
+fn gauss(rng: &mut Xoshiro256PlusPlus) -> f64 {
+    // Box–Muller.
+    let u1: f64 = rng.gen::<f64>().max(1e-300);
+    let u2: f64 = rng.gen();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn initial_design(ctx: &AcqContext<'_>, ev: &Evaluator<'_>) -> Result<AcqOutcome, CoreError> {
+    let cache = ev.cache.borrow();
+    let order = ev.order.borrow();
+    let spread = |s: &Scored| {
+        ctx.known
+            .iter()
+            .map(|k| ctx.space.distance(k, &s.x))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let best = order
+        .iter()
+        .filter_map(|k| cache.get(k))
+        .filter(|s| ctx.radius.is_none_or(|r| s.distance <= r))
+        .map(|s| (spread(s), s))
+        .fold(None, |b: Option<(f64, &Scored)>, (d, s)| match b {
+            Some((bd, _)) if bd >= d => b,
+            _ => Some((d, s)),
+        })
+        .map(|(_, s)| s.clone())
+        .ok_or_else(|| CoreError::InvalidConfig("no candidate configuration could be built".into()))?;
+    Ok(AcqOutcome {
+        best,
+        exploit: false,
+        evaluations: 0,
+        calls: 0,
+    })
+}
+
+/// Runs the acquisition. `extra` are additional starting points (points, not opt vectors).
+pub fn acquire(
+    ctx: &AcqContext<'_>,
+    extra: &[Vec<f64>],
+    rng: &mut Xoshiro256PlusPlus,
+) -> Result<AcqOutcome, CoreError> {
+    let p = ctx.params;
+    let ev = Evaluator::new(ctx);
+    let mut starts = vec![ctx.space.opt_of(ctx.centre)];
+    starts.extend(extra.iter().map(|x| ctx.space.opt_of(x)));
+    starts.extend(sample_starts(
+        ctx.space,
+        ctx.centre,
+        ctx.radius,
+        p.acq_random_candidates,
+        rng,
+    ));
+    let scores = ev.score(&starts);
+    if let Some(e) = ev.error.borrow_mut().take() {
+        return Err(e);
+    }
+    if ctx.model.is_none() && ctx.surrogate.is_constant() {
+        // Nothing distinguishes candidates yet (no model, no fitted GP): a space-filling
+        // initial design — the candidate farthest from every known point.
+        return initial_design(ctx, &ev);
+    }
+    let mut ranked: Vec<(f64, usize)> = scores.iter().copied().zip(0..).collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut chosen: Vec<Vec<f64>> = Vec::new();
+    for (_, i) in ranked {
+        if chosen.len() >= p.acq_refine_starts {
+            break;
+        }
+        let x = ctx.space.point_of(&starts[i]);
+        if chosen
+            .iter()
+            .all(|c| ctx.space.distance(&ctx.space.point_of(c), &x) > 1e-9)
+        {
+            chosen.push(starts[i].clone());
+        }
+    }
+    for z0 in chosen {
+        match p.acq_solver {
+            LocalSolver::NelderMead => {
+                let nh = ctx.space.n_hypercube();
+                let mut simplex = vec![z0.clone()];
+                for i in 0..z0.len() {
+                    let mut v = z0.clone();
+                    let step = if i < nh { 0.1 } else { 0.3 };
+                    v[i] += if i < nh && v[i] + step > 1.0 { -step } else { step };
+                    simplex.push(v);
+                }
+                let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7);
+                if let Ok(solver) = solver {
+                    let r = Executor::new(
+                        Problem {
+                            ev: &ev,
+                            h: p.acq_fd_step,
+                        },
+                        solver,
+                    )
+                    .configure(|s| s.max_iters(p.acq_max_iters))
+                    .run();
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "Nelder–Mead stopped early");
+                    }
+                }
+            }
+            LocalSolver::LbfgsFiniteDiff => {
+                let ls = MoreThuenteLineSearch::new();
+                let solver = LBFGS::new(ls, 5);
+                let r = Executor::new(
+                    Problem {
+                        ev: &ev,
+                        h: p.acq_fd_step,
+                    },
+                    solver,
+                )
+                .configure(|s| s.param(z0.clone()).max_iters(p.acq_max_iters))
+                .run();
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "L-BFGS stopped early");
+                }
+            }
+        }
+        if let Some(e) = ev.error.borrow_mut().take() {
+            return Err(e);
+        }
+    }
+    let cache = ev.cache.borrow();
+    let order = ev.order.borrow();
+    let all: Vec<&Scored> = order.iter().filter_map(|k| cache.get(k)).collect();
+    let best = all
+        .iter()
+        .copied()
+        .filter(|s| s.acq.is_finite())
+        .min_by(|a, b| a.acq.total_cmp(&b.acq))
+        .ok_or_else(|| CoreError::Model(crate::ModelError("no candidate had usable model SLIs".into())))?;
+    let (best, exploit) = if best.ei > p.acq_ei_floor {
+        (best.clone(), false)
+    } else {
+        let inside = |s: &&Scored| ctx.radius.is_none_or(|r| s.distance <= r);
+        let e = all
+            .iter()
+            .copied()
+            .filter(|s| s.acq.is_finite())
+            .filter(inside)
+            .min_by(|a, b| a.g_hat().total_cmp(&b.g_hat()))
+            .unwrap_or(best);
+        (e.clone(), true)
+    };
+    let evaluations = *ev.evaluations.borrow();
+    let calls = *ev.calls.borrow();
+    Ok(AcqOutcome {
+        best,
+        exploit,
+        evaluations,
+        calls,
+    })
+}

@@ -1,0 +1,609 @@
+//! The Polyphony controller: one `observe` per measured interval, one `propose` per control
+//! iteration. It wires the pieces of §4–§5 together — objective, denoiser, rolling best and
+//! regime shifts, sample admission, the residual GP, and the trust-region EI acquisition —
+//! and carries all of its state in serde-serialisable fields, so a restored controller
+//! proposes exactly what the original would. The only outside call is the
+//! [`PerformanceModel`] passed to `propose`. No I/O, no clock, no threads of its own.
+
+use crate::acquire::{acquire, AcqContext};
+use crate::adapt::{Measured, RegimeDetector, RollingBest};
+use crate::denoise::{Denoiser, DenoiserSettings};
+use crate::gp::{self, FitMode, GpSettings, Surrogate, SurrogateStatus};
+use crate::model::PerformanceModel;
+use crate::objective::Objective;
+use crate::params::ControllerParams;
+use crate::samples::{Admission, Sample, SampleWindow};
+use crate::space::Space;
+use crate::CoreError;
+use ndarray::{Array1, Array2};
+use polyphony_spec::{Bytes, KnobSpace, NetworkConfig, Packets, Scenario, SliVector, TrafficClass};
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+/// Which components are switched on: the full controller and its ablations (paper §8.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Variant {
+    /// Penalise moves beyond ε from the best configuration.
+    pub trust_region: bool,
+    /// Use the performance model f (otherwise f ≡ 0 and the GP learns g itself).
+    pub model: bool,
+    /// Learn the residual with a GP (otherwise ĝ = f, σ = 0: the open-loop model).
+    pub correction: bool,
+    /// Smooth g with the adaptive denoiser.
+    pub denoiser: bool,
+}
+
+impl Variant {
+    /// Polyphony, everything on.
+    pub const FULL: Variant = Variant {
+        trust_region: true,
+        model: true,
+        correction: true,
+        denoiser: true,
+    };
+    /// Ablation: no trust region.
+    pub const NO_TRUST_REGION: Variant = Variant {
+        trust_region: false,
+        ..Variant::FULL
+    };
+    /// Ablation: no residual correction (open-loop model).
+    pub const NO_CORRECTION: Variant = Variant {
+        correction: false,
+        ..Variant::FULL
+    };
+    /// Ablation: no model (GP on g alone), trust region kept.
+    pub const NO_MODEL: Variant = Variant {
+        model: false,
+        ..Variant::FULL
+    };
+    /// Ablation: no denoiser.
+    pub const NO_DENOISER: Variant = Variant {
+        denoiser: false,
+        ..Variant::FULL
+    };
+    /// Model-free GP-EI Bayesian optimisation over the whole space.
+    pub const WHOLE_SPACE_BO: Variant = Variant {
+        trust_region: false,
+        model: false,
+        correction: true,
+        denoiser: true,
+    };
+
+    /// A short name for tables and logs.
+    pub fn name(&self) -> &'static str {
+        match *self {
+            Variant::FULL => "polyphony",
+            Variant::NO_TRUST_REGION => "no-trust-region",
+            Variant::NO_CORRECTION => "no-correction",
+            Variant::NO_MODEL => "no-model",
+            Variant::NO_DENOISER => "no-denoiser",
+            Variant::WHOLE_SPACE_BO => "whole-space-bo",
+            _ => "polyphony-custom",
+        }
+    }
+}
+
+/// One measured interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The configuration that was applied during the interval.
+    pub config: NetworkConfig,
+    /// The SLIs measured during the interval.
+    pub slis: SliVector,
+    /// An identifier of the workload window the model should use (changes when the workload
+    /// changes); it selects the common-random-number seed.
+    #[serde(default)]
+    pub workload: Option<u64>,
+}
+
+/// What `observe` concluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObserveReport {
+    /// Iteration number of this observation (0-based).
+    pub iteration: u64,
+    /// Per-class ratios r_i = y_i / v_i.
+    pub ratios: Vec<f64>,
+    /// Raw objective g.
+    pub g_raw: f64,
+    /// Denoised objective.
+    pub g: f64,
+    /// Denoiser kernel width (0 = off).
+    pub denoiser_width: f64,
+    /// Rolling best after this observation.
+    pub g_best: f64,
+    /// Whether this observation completed a regime shift.
+    pub regime_shift: bool,
+    /// Trust-region radius after this observation.
+    pub trust_radius: f64,
+}
+
+/// Why a configuration was proposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonKind {
+    /// The acquisition's best point: highest EI inside the trust region.
+    ExpectedImprovement,
+    /// No point promised improvement: the lowest predicted ĝ inside the region.
+    Exploit,
+    /// A regime shift was detected; the region was re-centred on the current configuration.
+    RegimeShift,
+    /// A baseline tuner's own rule.
+    Baseline,
+}
+
+/// The reason of a proposal: a machine-readable kind and a sentence for operators.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reason {
+    /// Kind.
+    pub kind: ReasonKind,
+    /// Human text, e.g. "regime shift: re-centred on the current configuration".
+    pub text: String,
+}
+
+/// The next configuration and everything known about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// Proposal number (0-based).
+    pub iteration: u64,
+    /// The configuration to apply.
+    pub config: NetworkConfig,
+    /// Its point in normalised coordinates.
+    pub point: Vec<f64>,
+    /// The model's SLIs at the configuration (None for model-free tuners).
+    pub model_slis: Option<SliVector>,
+    /// Predicted objective ĝ = f + μ_R (None when the tuner has no surrogate).
+    pub g_hat: Option<f64>,
+    /// Its standard deviation σ_R.
+    pub sigma: Option<f64>,
+    /// Expected improvement over g_best.
+    pub expected_improvement: Option<f64>,
+    /// The best measured (denoised) objective in the rolling window.
+    pub g_best: Option<f64>,
+    /// Trust-region radius used (None without a trust region).
+    pub trust_radius: Option<f64>,
+    /// Why.
+    pub reason: Reason,
+    /// How the residual surrogate came about (fits, fallbacks).
+    pub surrogate: SurrogateStatus,
+    /// Admission decisions taken for the observations since the last proposal.
+    pub admissions: Vec<Admission>,
+    /// Samples in the rolling window.
+    pub samples: usize,
+    /// Configurations evaluated by the model for this proposal.
+    pub model_evaluations: usize,
+    /// Calls of the model (batches).
+    pub model_calls: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Pending {
+    iteration: u64,
+    x: Vec<f64>,
+    config: NetworkConfig,
+    g: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct State {
+    iteration: u64,
+    proposals: u64,
+    rng: Xoshiro256PlusPlus,
+    denoiser: Denoiser,
+    best: RollingBest,
+    regime: RegimeDetector,
+    samples: SampleWindow,
+    pending: Vec<Pending>,
+    radius: f64,
+    improve_streak: u32,
+    stall_streak: u32,
+    hyper: Option<gp::Hyper>,
+    workload: Option<u64>,
+    regime_shift_pending: bool,
+    last_proposal: Option<Vec<f64>>,
+}
+
+/// The Polyphony controller (all variants). Serialise it to persist it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Controller {
+    space: Space,
+    objective: Objective,
+    base: NetworkConfig,
+    params: ControllerParams,
+    variant: Variant,
+    state: State,
+}
+
+/// The starting configuration used when a scenario has none: equal weights, K = 30 kB
+/// (20 full-size packets), initial window 10 (Linux's default).
+pub fn default_initial(classes: &[TrafficClass]) -> NetworkConfig {
+    let dscps: Vec<_> = classes.iter().map(|c| c.dscp).collect();
+    NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10))
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Controller {
+    /// A controller for `classes` over `space`, starting from `initial` (whose values also fill
+    /// knobs outside the space).
+    pub fn new(
+        classes: &[TrafficClass],
+        space: &KnobSpace,
+        initial: NetworkConfig,
+        params: ControllerParams,
+        variant: Variant,
+    ) -> Result<Controller, CoreError> {
+        params.validate()?;
+        let space = Space::new(space, params.aitchison_alpha)?;
+        let objective = Objective::new(classes, params.lse_sharpness, params.fairness_weight)?;
+        initial
+            .validate()
+            .map_err(|e| CoreError::InvalidConfig(format!("initial configuration: {e}")))?;
+        for c in classes {
+            if initial.class(c.dscp).is_none() {
+                return Err(CoreError::InvalidConfig(format!(
+                    "initial configuration has no entry for class {} (DSCP {})",
+                    c.name, c.dscp
+                )));
+            }
+        }
+        let x0 = space.point_of_config(&initial)?;
+        space.config_of(&x0, &initial)?.validate().map_err(|e| {
+            CoreError::InvalidConfig(format!("the knob space cannot express a valid configuration: {e}"))
+        })?;
+        let denoiser = Denoiser::new(DenoiserSettings {
+            enabled: params.denoiser_enabled && variant.denoiser,
+            window: params.denoiser_volatility_window,
+            off_below: params.denoiser_off_below,
+            volatility_per_width: params.denoiser_volatility_per_width,
+            max_width: params.denoiser_max_width,
+            config_radius: params.denoiser_config_radius,
+        });
+        let state = State {
+            iteration: 0,
+            proposals: 0,
+            rng: Xoshiro256PlusPlus::seed_from_u64(params.seed),
+            denoiser,
+            best: RollingBest::new(params.best_window),
+            regime: RegimeDetector::new(params.regime_factor, params.regime_patience),
+            samples: SampleWindow::new(params.sample_window),
+            pending: Vec::new(),
+            radius: params.trust_radius_init,
+            improve_streak: 0,
+            stall_streak: 0,
+            hyper: None,
+            workload: None,
+            regime_shift_pending: false,
+            last_proposal: None,
+        };
+        Ok(Controller {
+            space,
+            objective,
+            base: initial,
+            params,
+            variant,
+            state,
+        })
+    }
+
+    /// A controller for a scenario: its classes, the per-class default knob space
+    /// ([`KnobSpace::per_class_default`]) and its initial configuration (or
+    /// [`default_initial`]).
+    pub fn from_scenario(
+        scenario: &Scenario,
+        params: ControllerParams,
+        variant: Variant,
+    ) -> Result<Controller, CoreError> {
+        let dscps = scenario.dscps();
+        let space = KnobSpace::per_class_default(&dscps, scenario.topology.reference_rate());
+        let initial = scenario
+            .initial
+            .clone()
+            .unwrap_or_else(|| default_initial(&scenario.classes));
+        Controller::new(&scenario.classes, &space, initial, params, variant)
+    }
+
+    /// The validated knob space.
+    pub fn space(&self) -> &Space {
+        &self.space
+    }
+    /// The objective.
+    pub fn objective(&self) -> &Objective {
+        &self.objective
+    }
+    /// The hyperparameters.
+    pub fn params(&self) -> &ControllerParams {
+        &self.params
+    }
+    /// The variant.
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+    /// The initial configuration.
+    pub fn initial(&self) -> &NetworkConfig {
+        &self.base
+    }
+    /// Number of samples in the rolling window.
+    pub fn samples(&self) -> usize {
+        self.state.samples.len()
+    }
+
+    /// The whole state as JSON.
+    pub fn to_json(&self) -> Result<String, CoreError> {
+        serde_json::to_string(self).map_err(|e| CoreError::State(e.to_string()))
+    }
+    /// A controller from [`Controller::to_json`]'s output.
+    pub fn from_json(s: &str) -> Result<Controller, CoreError> {
+        let c: Controller =
+            serde_json::from_str(s).map_err(|e| CoreError::State(format!("{e}: is this a saved controller state?")))?;
+        c.params.validate()?;
+        Ok(c)
+    }
+
+    /// Records one measured interval.
+    pub fn observe(&mut self, obs: &Observation) -> Result<ObserveReport, CoreError> {
+        let ratios = self.objective.ratios(&obs.slis)?;
+        let g_raw = self.objective.of_ratios(&ratios);
+        let x = self.space.point_of_config(&obs.config)?;
+        let st = &mut self.state;
+        st.workload = obs.workload;
+        let before = st.best.best().map(|m| m.g);
+        let mut d = st.denoiser.push(g_raw, &x, &self.space);
+        let shift = st.regime.update(d.value, before);
+        if shift {
+            tracing::info!(g = d.value, g_best = ?before, "regime shift: re-centring on the current configuration");
+            st.best.reset();
+            st.denoiser.reset();
+            d = st.denoiser.push(g_raw, &x, &self.space);
+            st.radius = self.params.trust_radius_init;
+            st.improve_streak = 0;
+            st.stall_streak = 0;
+            st.regime_shift_pending = true;
+        } else {
+            let improved = before.is_none_or(|b| d.value < b - 1e-3 * b.abs());
+            if improved {
+                st.improve_streak += 1;
+                st.stall_streak = 0;
+                if st.improve_streak >= self.params.trust_expand_after {
+                    st.radius = (st.radius * 2.0).min(self.params.trust_radius_max);
+                    st.improve_streak = 0;
+                }
+            } else {
+                st.stall_streak += 1;
+                st.improve_streak = 0;
+                if st.stall_streak >= self.params.trust_shrink_after {
+                    st.radius = (st.radius * 0.5).max(self.params.trust_radius_min);
+                    st.stall_streak = 0;
+                }
+            }
+        }
+        st.best.push(Measured {
+            iteration: st.iteration,
+            g: d.value,
+            x: x.clone(),
+        });
+        st.pending.push(Pending {
+            iteration: st.iteration,
+            x,
+            config: obs.config.clone(),
+            g: d.value,
+        });
+        let report = ObserveReport {
+            iteration: st.iteration,
+            ratios,
+            g_raw,
+            g: d.value,
+            denoiser_width: d.width,
+            g_best: st.best.best().map_or(d.value, |m| m.g),
+            regime_shift: shift,
+            trust_radius: st.radius,
+        };
+        st.iteration += 1;
+        Ok(report)
+    }
+
+    fn gp_settings(&self) -> GpSettings {
+        GpSettings {
+            nuggets: self.params.gp_nuggets.clone(),
+            max_eval: self.params.gp_max_eval,
+            min_samples: self.params.gp_min_samples,
+            prior_sigma: self.params.gp_prior_sigma,
+        }
+    }
+
+    fn training(&self) -> (Array2<f64>, Array1<f64>) {
+        let s: Vec<&Sample> = self.state.samples.samples().collect();
+        let nf = self.space.n_features();
+        let feats: Vec<Vec<f64>> = s.iter().map(|s| self.space.features(&s.x)).collect();
+        (
+            Array2::from_shape_fn((s.len(), nf), |(i, j)| feats[i][j]),
+            Array1::from_iter(s.iter().map(|s| s.residual())),
+        )
+    }
+
+    /// The common-random-number seed of the current workload.
+    pub fn crn_seed(&self) -> u64 {
+        splitmix(self.params.seed ^ splitmix(self.state.workload.unwrap_or(0)))
+    }
+
+    /// Proposes the next configuration. Calls `model` in batches (several configurations
+    /// per call, all with the same `crn_seed`).
+    pub fn propose(&mut self, model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
+        let Some(best) = self.state.best.best().cloned() else {
+            return Err(CoreError::NoObservation);
+        };
+        let model = if self.variant.model { Some(model) } else { None };
+        let crn = self.crn_seed();
+        let mut evaluations = 0;
+        let mut calls = 0;
+        // 1. The model's view of the new observations, in one batch.
+        let pending = std::mem::take(&mut self.state.pending);
+        let fs: Vec<f64> = match model {
+            Some(m) if !pending.is_empty() => {
+                let cfgs: Vec<NetworkConfig> = pending.iter().map(|p| p.config.clone()).collect();
+                calls += 1;
+                evaluations += cfgs.len();
+                let out = match m.predict(&cfgs, crn) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        self.state.pending = pending;
+                        return Err(e.into());
+                    }
+                };
+                if out.len() != cfgs.len() {
+                    self.state.pending = pending;
+                    return Err(CoreError::Model(crate::ModelError(format!(
+                        "returned {} SLI vectors for {} configurations",
+                        out.len(),
+                        cfgs.len()
+                    ))));
+                }
+                out.iter()
+                    .map(|s| self.objective.value(s).unwrap_or(f64::NAN))
+                    .collect()
+            }
+            _ => vec![0.0; pending.len()],
+        };
+        // 2. Admission.
+        let gs = self.gp_settings();
+        let mut admissions = Vec::new();
+        for (p, f) in pending.into_iter().zip(fs) {
+            if !f.is_finite() {
+                tracing::warn!(
+                    iteration = p.iteration,
+                    "model SLIs at an observed configuration unusable; sample skipped"
+                );
+                continue;
+            }
+            let sample = Sample {
+                iteration: p.iteration,
+                x: p.x,
+                g: p.g,
+                f,
+            };
+            let surprising = if self.variant.correction && self.state.samples.len() >= gs.min_samples {
+                let (x, y) = self.training();
+                let s = gp::fit(&x, &y, self.state.hyper.as_ref(), FitMode::Fixed, &gs);
+                let feat = Array2::from_shape_vec((1, self.space.n_features()), self.space.features(&sample.x))
+                    .map_err(|e| CoreError::State(e.to_string()))?;
+                let (mu, sd) = s.predict(&feat)[0];
+                (sample.residual() - mu).abs() > self.params.surprise_sigmas * sd.max(1e-12)
+            } else {
+                false
+            };
+            admissions.push(self.state.samples.consider(
+                &self.space,
+                sample,
+                surprising,
+                self.params.novelty_radius,
+                self.params.duplicate_radius,
+            ));
+        }
+        // 3. The residual surrogate.
+        let surrogate = if self.variant.correction {
+            let (x, y) = self.training();
+            let mode = if self
+                .state
+                .proposals
+                .is_multiple_of(self.params.gp_reselect_every as u64)
+            {
+                FitMode::Select
+            } else {
+                FitMode::Refit
+            };
+            let s = gp::fit(&x, &y, self.state.hyper.as_ref(), mode, &gs);
+            if s.hyper.is_some() {
+                self.state.hyper = s.hyper.clone();
+            }
+            s
+        } else {
+            Surrogate::constant(0.0, 0.0, SurrogateStatus::Disabled)
+        };
+        // 4. Acquisition.
+        let radius = self.variant.trust_region.then_some(self.state.radius);
+        let mut extra: Vec<Vec<f64>> = self.state.last_proposal.iter().cloned().collect();
+        let mut by_g: Vec<&Sample> = self.state.samples.samples().collect();
+        by_g.sort_by(|a, b| a.g.total_cmp(&b.g));
+        extra.extend(by_g.iter().take(3).map(|s| s.x.clone()));
+        let known: Vec<Vec<f64>> = self.state.samples.samples().map(|s| s.x.clone()).collect();
+        let ctx = AcqContext {
+            known: &known,
+            space: &self.space,
+            base: &self.base,
+            objective: &self.objective,
+            surrogate: &surrogate,
+            model,
+            crn_seed: crn,
+            centre: &best.x,
+            radius,
+            g_best: best.g,
+            params: &self.params,
+        };
+        let out = acquire(&ctx, &extra, &mut self.state.rng)?;
+        evaluations += out.evaluations;
+        calls += out.calls;
+        let b = out.best;
+        let reason = if self.state.regime_shift_pending {
+            Reason {
+                kind: ReasonKind::RegimeShift,
+                text: format!(
+                    "regime shift: g exceeded {}·g_best for {} consecutive intervals; re-centred on the current configuration",
+                    self.params.regime_factor, self.params.regime_patience
+                ),
+            }
+        } else if self.variant.correction && !self.variant.model && surrogate.is_constant() {
+            Reason {
+                kind: ReasonKind::ExpectedImprovement,
+                text: "initial design: no model and too few samples for a GP; the candidate farthest from every sample"
+                    .into(),
+            }
+        } else if out.exploit {
+            Reason {
+                kind: ReasonKind::Exploit,
+                text: format!(
+                    "no candidate promises improvement over g_best = {:.4} (EI ≤ {:e}); proposing the lowest predicted ĝ = {:.4} in the region",
+                    best.g, self.params.acq_ei_floor, b.g_hat()
+                ),
+            }
+        } else {
+            Reason {
+                kind: ReasonKind::ExpectedImprovement,
+                text: format!(
+                    "expected improvement {:.4} over g_best = {:.4}: ĝ = {:.4} ± {:.4} at distance {:.3}{}",
+                    b.ei,
+                    best.g,
+                    b.g_hat(),
+                    b.sigma,
+                    b.distance,
+                    radius.map_or(" (no trust region)".to_string(), |r| format!(" (radius {r:.3})"))
+                ),
+            }
+        };
+        let proposal = Proposal {
+            iteration: self.state.proposals,
+            config: b.config.clone(),
+            point: b.x.clone(),
+            model_slis: b.slis.clone(),
+            g_hat: Some(b.g_hat()),
+            sigma: Some(b.sigma),
+            expected_improvement: Some(b.ei),
+            g_best: Some(best.g),
+            trust_radius: radius,
+            reason,
+            surrogate: surrogate.status.clone(),
+            admissions,
+            samples: self.state.samples.len(),
+            model_evaluations: evaluations,
+            model_calls: calls,
+        };
+        self.state.last_proposal = Some(b.x);
+        self.state.proposals += 1;
+        self.state.regime_shift_pending = false;
+        Ok(proposal)
+    }
+}

@@ -1,0 +1,223 @@
+//! The scalar objective J of §4.1: per-class ratios r_i = y_i / v_i, a weighted smooth maximum
+//! (LogSumExp with sharpness c) plus λ times the weighted mean absolute deviation of the ratios.
+//!
+//! With class weights ω_i normalised to mean 1 (all 1 by default):
+//! `LSE = (1/c)·ln( (1/N) Σ ω_i·exp(c·r_i) ) + ln(N)/c`, which is the paper's
+//! `(1/c)·ln Σ exp(c·r_i)` when every ω_i = 1; `r̄ = (1/N) Σ ω_i r_i`;
+//! `fairness = (1/N) Σ ω_i |r_i − r̄|`; `J = LSE + λ·fairness`. Lower is better; every SLO is
+//! met iff max r_i ≤ 1. Pure; no I/O.
+
+use crate::CoreError;
+use polyphony_spec::{Dscp, SliVector, TrafficClass};
+use serde::{Deserialize, Serialize};
+
+/// One class's target inside the objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassTarget {
+    /// Class name (for errors).
+    pub name: String,
+    /// The class.
+    pub dscp: Dscp,
+    /// The SLI percentile the SLO is about (0.5, 0.99 or 0.999).
+    pub percentile: f64,
+    /// The threshold v_i.
+    pub max_slowdown: f64,
+    /// Normalised weight ω_i (mean 1 over the classes).
+    pub weight: f64,
+}
+
+/// The objective of a set of traffic classes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Objective {
+    targets: Vec<ClassTarget>,
+    sharpness: f64,
+    fairness_weight: f64,
+}
+
+impl Objective {
+    /// The objective of `classes` (their SLOs and weights) with sharpness `c` and fairness
+    /// weight `lambda`.
+    pub fn new(classes: &[TrafficClass], c: f64, lambda: f64) -> Result<Objective, CoreError> {
+        if classes.is_empty() {
+            return Err(CoreError::InvalidObjective(
+                "no traffic classes: declare at least one class with an SLO".into(),
+            ));
+        }
+        for cl in classes {
+            cl.slo
+                .validate(&cl.name)
+                .map_err(|e| CoreError::InvalidObjective(e.to_string()))?;
+            if !(cl.weight.is_finite() && cl.weight > 0.0) {
+                return Err(CoreError::InvalidObjective(format!(
+                    "class {} weight = {}: a class weight is a positive number",
+                    cl.name, cl.weight
+                )));
+            }
+            if ![0.5, 0.99, 0.999].iter().any(|p| (p - cl.slo.percentile).abs() < 1e-9) {
+                return Err(CoreError::InvalidObjective(format!(
+                    "class {} percentile = {}: SLIs carry p50, p99 and p99.9 only",
+                    cl.name, cl.slo.percentile
+                )));
+            }
+        }
+        if !(c.is_finite() && c > 0.0 && lambda.is_finite() && lambda >= 0.0) {
+            return Err(CoreError::InvalidObjective(format!(
+                "sharpness c = {c} must be > 0 and λ = {lambda} must be ≥ 0"
+            )));
+        }
+        let mean_w = classes.iter().map(|c| c.weight).sum::<f64>() / classes.len() as f64;
+        Ok(Objective {
+            targets: classes
+                .iter()
+                .map(|cl| ClassTarget {
+                    name: cl.name.clone(),
+                    dscp: cl.dscp,
+                    percentile: cl.slo.percentile,
+                    max_slowdown: cl.slo.max_slowdown,
+                    weight: cl.weight / mean_w,
+                })
+                .collect(),
+            sharpness: c,
+            fairness_weight: lambda,
+        })
+    }
+
+    /// The classes, in ratio order.
+    pub fn targets(&self) -> &[ClassTarget] {
+        &self.targets
+    }
+
+    /// The ratios r_i = y_i / v_i. Errors name the class whose SLI is missing, not finite or
+    /// not positive.
+    pub fn ratios(&self, slis: &SliVector) -> Result<Vec<f64>, CoreError> {
+        self.targets
+            .iter()
+            .map(|t| {
+                let s = slis.get(t.dscp).ok_or_else(|| CoreError::InvalidSli {
+                    class: t.name.clone(),
+                    why: "missing: no SLI was reported for this class (no completed flows?)".into(),
+                })?;
+                let y = s.at(t.percentile).ok_or_else(|| CoreError::InvalidSli {
+                    class: t.name.clone(),
+                    why: format!("percentile {} is not carried by the SLI", t.percentile),
+                })?;
+                if !(y.is_finite() && y > 0.0) {
+                    return Err(CoreError::InvalidSli {
+                        class: t.name.clone(),
+                        why: format!(
+                            "p{} slowdown = {y}: must be a finite positive number; drop this interval's measurement",
+                            t.percentile * 100.0
+                        ),
+                    });
+                }
+                Ok(y / t.max_slowdown)
+            })
+            .collect()
+    }
+
+    /// J of the given ratios.
+    pub fn of_ratios(&self, r: &[f64]) -> f64 {
+        let w: Vec<f64> = self.targets.iter().map(|t| t.weight).collect();
+        weighted_lse(r, &w, self.sharpness) + self.fairness_weight * fairness(r, &w)
+    }
+
+    /// J of an SLI vector.
+    pub fn value(&self, slis: &SliVector) -> Result<f64, CoreError> {
+        Ok(self.of_ratios(&self.ratios(slis)?))
+    }
+}
+
+/// `(1/c)·ln Σ exp(c·r_i)`, computed stably.
+pub fn lse(r: &[f64], c: f64) -> f64 {
+    weighted_lse(r, &vec![1.0; r.len()], c)
+}
+
+/// `(1/c)·ln((1/N) Σ ω_i exp(c·r_i)) + ln(N)/c`, computed stably.
+pub fn weighted_lse(r: &[f64], w: &[f64], c: f64) -> f64 {
+    let m = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let s: f64 = r.iter().zip(w).map(|(ri, wi)| wi * (c * (ri - m)).exp()).sum();
+    m + s.ln() / c
+}
+
+/// `(1/N) Σ ω_i |r_i − r̄|` with `r̄ = (1/N) Σ ω_i r_i`.
+pub fn fairness(r: &[f64], w: &[f64]) -> f64 {
+    let n = r.len() as f64;
+    let mean = r.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / n;
+    r.iter().zip(w).map(|(a, b)| b * (a - mean).abs()).sum::<f64>() / n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyphony_spec::ClassSli;
+    use proptest::prelude::*;
+
+    fn classes() -> Vec<TrafficClass> {
+        vec![
+            TrafficClass::new("AF11", Dscp::AF11, 10.0),
+            TrafficClass::new("AF21", Dscp::AF21, 13.0),
+            TrafficClass::new("AF31", Dscp::AF31, 17.0),
+        ]
+    }
+
+    fn sli(d: Dscp, p99: f64) -> ClassSli {
+        ClassSli {
+            dscp: d,
+            flows: 100,
+            p50: 1.0,
+            p99,
+            p999: p99,
+            mean: 1.0,
+        }
+    }
+
+    #[test]
+    fn ratios_divide_by_the_slo() {
+        let o = Objective::new(&classes(), 10.0, 0.5).unwrap();
+        let s = SliVector {
+            classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, 13.0), sli(Dscp::AF31, 34.0)],
+        };
+        assert_eq!(o.ratios(&s).unwrap(), vec![0.5, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn bad_slis_are_rejected_by_class() {
+        let o = Objective::new(&classes(), 10.0, 0.5).unwrap();
+        for bad in [f64::NAN, 0.0, -1.0, f64::INFINITY] {
+            let s = SliVector {
+                classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, bad), sli(Dscp::AF31, 3.0)],
+            };
+            let e = o.value(&s).unwrap_err().to_string();
+            assert!(e.starts_with("SLI of class AF21"), "{e}");
+        }
+        let s = SliVector {
+            classes: vec![sli(Dscp::AF11, 5.0)],
+        };
+        let e = o.value(&s).unwrap_err().to_string();
+        assert!(e.contains("AF21") && e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn equal_weights_give_the_papers_lse() {
+        let r = [0.3, 1.2, 0.8];
+        let direct = (r.iter().map(|v: &f64| (10.0 * v).exp()).sum::<f64>()).ln() / 10.0;
+        assert!((lse(&r, 10.0) - direct).abs() < 1e-12);
+    }
+
+    proptest! {
+        #[test]
+        fn lse_bounds(r in prop::collection::vec(0.0f64..50.0, 1..8), c in 0.1f64..100.0) {
+            let m = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let v = lse(&r, c);
+            prop_assert!(m <= v + 1e-12);
+            prop_assert!(v <= m + (r.len() as f64).ln() / c + 1e-12);
+        }
+
+        #[test]
+        fn fairness_is_zero_iff_equal_and_objective_is_monotone(r in 0.1f64..5.0, bump in 0.01f64..2.0) {
+            let o = Objective::new(&classes(), 10.0, 0.5).unwrap();
+            prop_assert!(fairness(&[r, r, r], &[1.0; 3]) < 1e-12);
+            prop_assert!(o.of_ratios(&[r, r, r + bump]) > o.of_ratios(&[r, r, r]));
+        }
+    }
+}

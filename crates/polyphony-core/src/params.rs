@@ -1,0 +1,289 @@
+//! Every hyperparameter of the controller, with its default and the reason for it, in one
+//! place. Validation names the offending field. Pure data; touches nothing else.
+
+use crate::CoreError;
+use serde::{Deserialize, Serialize};
+
+/// Local solver used to refine acquisition candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LocalSolver {
+    /// argmin's Nelder–Mead: derivative-free, one model evaluation per step.
+    NelderMead,
+    /// argmin's L-BFGS with a forward finite-difference gradient (one batch of D+1 model
+    /// evaluations per gradient).
+    LbfgsFiniteDiff,
+}
+
+/// All controller hyperparameters. `Default` gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ControllerParams {
+    /// Seed of every random choice (candidate sampling, common-random-number seeds). Same seed,
+    /// same observations, same model → same proposals.
+    pub seed: u64,
+    /// LSE sharpness c. 10 keeps the smooth maximum within ln(3)/10 ≈ 0.11 of the true maximum
+    /// for three classes (ratios are O(1)) while staying smooth enough for the optimiser.
+    pub lse_sharpness: f64,
+    /// Fairness weight λ. 0.5: fairness matters, but one unit of worst-class ratio outweighs
+    /// the mean absolute deviation (which is at most ~(N−1)/N of the spread).
+    pub fairness_weight: f64,
+    /// Trust-region penalty β. 1e4, as in the paper (§4.4).
+    pub penalty_beta: f64,
+    /// Initial trust-region radius ε in normalised units. 0.3: a move of 0.3 along one
+    /// hypercube axis is ~30 % of a knob's (log) range — large enough to make progress in a
+    /// few steps, small enough that the residual GP's local correction stays valid.
+    pub trust_radius_init: f64,
+    /// Smallest radius. 0.1: a weight move of ~0.07 (a class's share changing by a fifth)
+    /// is ~0.08 away; a smaller region could not fix a starved class in one step.
+    pub trust_radius_min: f64,
+    /// Largest radius. 1.0: never jump more than one full knob range at once.
+    pub trust_radius_max: f64,
+    /// Consecutive improvements of g_best before the radius doubles. 2, after TuRBO-style
+    /// trust regions: expand when the local model is proving right.
+    pub trust_expand_after: u32,
+    /// Consecutive non-improvements before the radius halves. 3: tolerate noise before
+    /// concluding the region is too large.
+    pub trust_shrink_after: u32,
+    /// Aitchison weight α of the distance (§4.4). `None` = automatic: α = (n−1)/D², where D is
+    /// the Aitchison distance between two opposite corners of the floored simplex, so that
+    /// crossing a whole simplex block costs as much as crossing its n−1 free hypercube axes.
+    pub aitchison_alpha: Option<f64>,
+    /// Rolling-best window W_g (iterations). 10: long enough that a noisy good sample keeps
+    /// the trust region anchored for a while, short enough to forget a stale regime.
+    pub best_window: usize,
+    /// Rolling sample window W_s. 50: the GP stays cheap (O(W_s³)) and old regimes age out.
+    pub sample_window: usize,
+    /// Regime-shift factor φ: g > φ·g_best counts as an exceedance. 1.5: well above the
+    /// ~5–10 % measurement noise of p99 slowdowns, well below a real load shift's jump.
+    pub regime_factor: f64,
+    /// Consecutive exceedances k before a regime shift is declared. 3: one or two bad
+    /// intervals are noise or an unlucky probe; three are a new regime.
+    pub regime_patience: u32,
+    /// A configuration is novel if its distance to every stored sample exceeds this. 0.05:
+    /// about a knob-rounding step; closer points only make the GP ill-conditioned.
+    pub novelty_radius: f64,
+    /// A sample is surprising if |R − μ_R| exceeds this many σ_R. 3: a three-sigma miss.
+    pub surprise_sigmas: f64,
+    /// Two configurations closer than this are the same configuration (never admitted twice).
+    pub duplicate_radius: f64,
+    /// Whether the causal denoiser smooths g.
+    pub denoiser_enabled: bool,
+    /// Samples used to estimate volatility. 6: a few control intervals.
+    pub denoiser_volatility_window: usize,
+    /// Relative volatility below which the denoiser switches off. 0.02: below 2 % the signal
+    /// is stable and smoothing would only add lag.
+    pub denoiser_off_below: f64,
+    /// Relative volatility that earns one sample of Gaussian width. 0.05: 5 % jitter → width 1.
+    /// To be refined with testbed noise measurements.
+    pub denoiser_volatility_per_width: f64,
+    /// Widest smoothing kernel, in samples. 2: keeps the lag below ~3 intervals so a regime
+    /// shift still shows within `regime_patience` iterations.
+    pub denoiser_max_width: f64,
+    /// Configuration-distance scale ρ of the denoiser's kernel: measurements of
+    /// configurations farther apart than ~2ρ are not averaged. 0.05, the novelty radius: only
+    /// repeated measurements of (nearly) the same configuration are smoothed.
+    pub denoiser_config_radius: f64,
+    /// Candidate GP nuggets (noise variance relative to the process variance), chosen by BIC
+    /// together with the kernel: 0.01 (nearly noise-free residual), 0.1, 0.5 (noise as large
+    /// as half the residual's variation — p99 slowdowns over one interval are that noisy).
+    pub gp_nuggets: Vec<f64>,
+    /// Re-run the kernel/mean/nugget selection (8 kernel×mean pairs × the nuggets, BIC) every this many proposals; in
+    /// between only the selected candidate is refitted, warm-started. 5: see docs/controller.md
+    /// (fitting all 24 candidates every time costs ~24× a refit and the choice rarely changes).
+    pub gp_reselect_every: u32,
+    /// Cobyla evaluations per hyperparameter fit. 60: a warm-started fit converges in far
+    /// fewer; the cap bounds the worst case.
+    pub gp_max_eval: usize,
+    /// Fewest admitted samples before a GP is fitted; below, the prior is used. 3.
+    pub gp_min_samples: usize,
+    /// Prior standard deviation of the residual (objective units) before any fit. 0.3: the
+    /// order of a 30 % model error on a ratio near 1.
+    pub gp_prior_sigma: f64,
+    /// Random candidates scored in the first batch. 64.
+    pub acq_random_candidates: usize,
+    /// Best starts refined with the local solver. 3.
+    pub acq_refine_starts: usize,
+    /// Local solver; chosen by measurement (docs/controller.md).
+    pub acq_solver: LocalSolver,
+    /// Iterations of the local solver per start. 30.
+    pub acq_max_iters: u64,
+    /// Finite-difference step for the gradient solver, in optimisation coordinates. 0.02:
+    /// larger than integer-knob rounding plateaus at mid range.
+    pub acq_fd_step: f64,
+    /// Below this EI, the proposal exploits (lowest ĝ inside the region) instead.
+    pub acq_ei_floor: f64,
+}
+
+impl Default for ControllerParams {
+    fn default() -> Self {
+        ControllerParams {
+            seed: 0,
+            lse_sharpness: 10.0,
+            fairness_weight: 0.5,
+            penalty_beta: 1e4,
+            trust_radius_init: 0.3,
+            trust_radius_min: 0.1,
+            trust_radius_max: 1.0,
+            trust_expand_after: 2,
+            trust_shrink_after: 3,
+            aitchison_alpha: None,
+            best_window: 10,
+            sample_window: 50,
+            regime_factor: 1.5,
+            regime_patience: 3,
+            novelty_radius: 0.05,
+            surprise_sigmas: 3.0,
+            duplicate_radius: 1e-6,
+            denoiser_enabled: true,
+            denoiser_volatility_window: 6,
+            denoiser_off_below: 0.02,
+            denoiser_volatility_per_width: 0.05,
+            denoiser_max_width: 2.0,
+            denoiser_config_radius: 0.05,
+            gp_nuggets: vec![0.01, 0.1, 0.5],
+            gp_reselect_every: 5,
+            gp_max_eval: 60,
+            gp_min_samples: 3,
+            gp_prior_sigma: 0.3,
+            acq_random_candidates: 64,
+            acq_refine_starts: 3,
+            acq_solver: LocalSolver::NelderMead,
+            acq_max_iters: 30,
+            acq_fd_step: 0.02,
+            acq_ei_floor: 1e-6,
+        }
+    }
+}
+
+fn bad(field: &str, value: impl ToString, why: &str) -> CoreError {
+    CoreError::InvalidParam {
+        field: field.into(),
+        value: value.to_string(),
+        why: why.into(),
+    }
+}
+
+fn positive(field: &str, v: f64) -> Result<(), CoreError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(bad(field, v, "must be a finite number > 0"))
+    }
+}
+
+fn non_negative(field: &str, v: f64) -> Result<(), CoreError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(bad(field, v, "must be a finite number ≥ 0"))
+    }
+}
+
+fn at_least(field: &str, v: usize, min: usize) -> Result<(), CoreError> {
+    if v >= min {
+        Ok(())
+    } else {
+        Err(bad(field, v, &format!("must be at least {min}")))
+    }
+}
+
+impl ControllerParams {
+    /// Checks every field; the error names the first offending one.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        positive("lse_sharpness", self.lse_sharpness)?;
+        non_negative("fairness_weight", self.fairness_weight)?;
+        non_negative("penalty_beta", self.penalty_beta)?;
+        positive("trust_radius_min", self.trust_radius_min)?;
+        positive("trust_radius_init", self.trust_radius_init)?;
+        positive("trust_radius_max", self.trust_radius_max)?;
+        if !(self.trust_radius_min <= self.trust_radius_init && self.trust_radius_init <= self.trust_radius_max) {
+            return Err(bad(
+                "trust_radius_init",
+                self.trust_radius_init,
+                &format!(
+                    "must lie between trust_radius_min ({}) and trust_radius_max ({})",
+                    self.trust_radius_min, self.trust_radius_max
+                ),
+            ));
+        }
+        at_least("trust_expand_after", self.trust_expand_after as usize, 1)?;
+        at_least("trust_shrink_after", self.trust_shrink_after as usize, 1)?;
+        if let Some(a) = self.aitchison_alpha {
+            non_negative("aitchison_alpha", a)?;
+        }
+        at_least("best_window", self.best_window, 1)?;
+        at_least("sample_window", self.sample_window, 2)?;
+        if !(self.regime_factor.is_finite() && self.regime_factor > 1.0) {
+            return Err(bad(
+                "regime_factor",
+                self.regime_factor,
+                "must be a finite number > 1 (g > φ·g_best marks an exceedance)",
+            ));
+        }
+        at_least("regime_patience", self.regime_patience as usize, 1)?;
+        non_negative("novelty_radius", self.novelty_radius)?;
+        positive("surprise_sigmas", self.surprise_sigmas)?;
+        positive("duplicate_radius", self.duplicate_radius)?;
+        at_least("denoiser_volatility_window", self.denoiser_volatility_window, 2)?;
+        non_negative("denoiser_off_below", self.denoiser_off_below)?;
+        positive("denoiser_volatility_per_width", self.denoiser_volatility_per_width)?;
+        non_negative("denoiser_max_width", self.denoiser_max_width)?;
+        positive("denoiser_config_radius", self.denoiser_config_radius)?;
+        if self.gp_nuggets.is_empty() {
+            return Err(bad("gp_nuggets", "[]", "give at least one candidate nugget"));
+        }
+        for (i, n) in self.gp_nuggets.iter().enumerate() {
+            if !(n.is_finite() && *n > 0.0 && *n < 10.0) {
+                return Err(bad(
+                    &format!("gp_nuggets[{i}]"),
+                    n,
+                    "must lie in (0, 10): it is the noise variance relative to the process variance",
+                ));
+            }
+        }
+        at_least("gp_reselect_every", self.gp_reselect_every as usize, 1)?;
+        at_least("gp_max_eval", self.gp_max_eval, 25)?;
+        at_least("gp_min_samples", self.gp_min_samples, 2)?;
+        positive("gp_prior_sigma", self.gp_prior_sigma)?;
+        at_least("acq_refine_starts", self.acq_refine_starts, 1)?;
+        at_least("acq_max_iters", self.acq_max_iters as usize, 1)?;
+        positive("acq_fd_step", self.acq_fd_step)?;
+        non_negative("acq_ei_floor", self.acq_ei_floor)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(ControllerParams::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn bad_field_is_named() {
+        let p = ControllerParams {
+            regime_factor: 0.9,
+            ..Default::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("regime_factor = 0.9"), "{e}");
+        let p = ControllerParams {
+            trust_radius_init: 5.0,
+            ..Default::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("trust_radius_init"), "{e}");
+    }
+
+    #[test]
+    fn params_read_from_toml_with_defaults() {
+        let p: ControllerParams = serde_json::from_str(r#"{"sample_window": 20}"#).unwrap();
+        assert_eq!(p.sample_window, 20);
+        assert_eq!(p.penalty_beta, 1e4);
+        assert!(serde_json::from_str::<ControllerParams>(r#"{"sample_windw": 20}"#).is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! End-to-end behaviour of the controller on the shipped reference scenario with a small
+//! closed-form model: persistence, regime shifts, bad input, and the baselines.
+
+use polyphony_core::{
+    default_initial, Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, ModelError,
+    Observation, PerformanceModel, ReasonKind, Tuner, Variant,
+};
+use polyphony_spec::{ClassSli, NetworkConfig, Scenario, SliVector};
+
+/// A closed-form model: class i's p99 falls with its weight and rises with the distance of its
+/// ECN threshold from 30 kB. Stands in for the flow simulator in these tests.
+struct FormulaModel {
+    scenario: Scenario,
+    scale: f64,
+}
+
+impl FormulaModel {
+    fn slis(&self, cfg: &NetworkConfig) -> SliVector {
+        SliVector {
+            classes: self
+                .scenario
+                .classes
+                .iter()
+                .map(|c| {
+                    let k = cfg.class(c.dscp).expect("class");
+                    let ecn = ((k.ecn_threshold.0 as f64) / 30_000.0).ln().powi(2);
+                    let y = self.scale * c.slo.max_slowdown * (0.3 / k.weight).powf(0.7) * (1.0 + 0.1 * ecn);
+                    ClassSli {
+                        dscp: c.dscp,
+                        flows: 100,
+                        p50: y / 2.0,
+                        p99: y,
+                        p999: y * 1.2,
+                        mean: y / 2.0,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+impl PerformanceModel for FormulaModel {
+    fn predict(&self, configs: &[NetworkConfig], _crn_seed: u64) -> Result<Vec<SliVector>, ModelError> {
+        Ok(configs.iter().map(|c| self.slis(c)).collect())
+    }
+}
+
+fn scenario() -> Scenario {
+    Scenario::from_toml(
+        include_str!("../../../configs/scenarios/reference-high.toml"),
+        "reference-high.toml",
+    )
+    .expect("shipped scenario parses")
+}
+
+fn small_params() -> ControllerParams {
+    ControllerParams {
+        acq_random_candidates: 16,
+        acq_refine_starts: 1,
+        acq_max_iters: 8,
+        ..Default::default()
+    }
+}
+
+fn step(c: &mut Controller, truth: &FormulaModel, model: &FormulaModel, cfg: &NetworkConfig) -> NetworkConfig {
+    c.observe(&Observation {
+        config: cfg.clone(),
+        slis: truth.slis(cfg),
+        workload: Some(1),
+    })
+    .expect("observe");
+    c.propose(model).expect("propose").config
+}
+
+#[test]
+fn a_restored_controller_proposes_exactly_what_the_original_would() {
+    let sc = scenario();
+    let truth = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.1,
+    };
+    let model = FormulaModel {
+        scenario: sc.clone(),
+        scale: 0.9,
+    };
+    let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
+    let mut cfg = default_initial(&sc.classes);
+    for _ in 0..5 {
+        cfg = step(&mut c, &truth, &model, &cfg);
+    }
+    let saved = c.to_json().expect("serialise");
+    let mut restored = Controller::from_json(&saved).expect("restore");
+    assert_eq!(restored, c);
+    for _ in 0..3 {
+        let obs = Observation {
+            config: cfg.clone(),
+            slis: truth.slis(&cfg),
+            workload: Some(1),
+        };
+        let a = c.observe(&obs).expect("observe");
+        let b = restored.observe(&obs).expect("observe");
+        assert_eq!(a, b);
+        let pa = c.propose(&model).expect("propose");
+        let pb = restored.propose(&model).expect("propose");
+        assert_eq!(pa, pb);
+        cfg = pa.config;
+    }
+    assert!(Controller::from_json("{\"not\": \"a controller\"}").is_err());
+}
+
+#[test]
+fn propose_before_observe_is_an_error() {
+    let sc = scenario();
+    let model = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    };
+    let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
+    assert_eq!(c.propose(&model).unwrap_err(), CoreError::NoObservation);
+}
+
+#[test]
+fn bad_slis_are_rejected_and_leave_the_state_alone() {
+    let sc = scenario();
+    let model = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    };
+    let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
+    let before = c.clone();
+    let cfg = default_initial(&sc.classes);
+    let mut slis = model.slis(&cfg);
+    slis.classes[1].p99 = f64::NAN;
+    let e = c
+        .observe(&Observation {
+            config: cfg,
+            slis,
+            workload: None,
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("AF21") && e.contains("finite"), "{e}");
+    assert_eq!(c, before);
+}
+
+#[test]
+fn a_load_jump_is_reported_as_a_regime_shift_after_k_intervals() {
+    let sc = scenario();
+    let calm = FormulaModel {
+        scenario: sc.clone(),
+        scale: 0.8,
+    };
+    let storm = FormulaModel {
+        scenario: sc.clone(),
+        scale: 3.0,
+    };
+    let params = ControllerParams {
+        regime_patience: 3,
+        ..small_params()
+    };
+    let mut c = Controller::from_scenario(&sc, params, Variant::FULL).expect("controller");
+    let mut cfg = default_initial(&sc.classes);
+    for _ in 0..3 {
+        cfg = step(&mut c, &calm, &calm, &cfg);
+    }
+    for i in 0..3 {
+        let r = c
+            .observe(&Observation {
+                config: cfg.clone(),
+                slis: storm.slis(&cfg),
+                workload: Some(2),
+            })
+            .expect("observe");
+        assert_eq!(r.regime_shift, i == 2, "interval {i}: {r:?}");
+        let p = c.propose(&calm).expect("propose");
+        assert_eq!(p.reason.kind == ReasonKind::RegimeShift, i == 2, "{:?}", p.reason);
+        if i == 2 {
+            assert!(p.reason.text.starts_with("regime shift"), "{}", p.reason.text);
+        }
+        cfg = p.config;
+    }
+}
+
+#[test]
+fn a_failing_model_is_an_error_not_a_panic() {
+    struct Broken;
+    impl PerformanceModel for Broken {
+        fn predict(&self, _: &[NetworkConfig], _: u64) -> Result<Vec<SliVector>, ModelError> {
+            Err(ModelError("simulator crashed".into()))
+        }
+    }
+    let sc = scenario();
+    let truth = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    };
+    let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
+    let cfg = default_initial(&sc.classes);
+    c.observe(&Observation {
+        config: cfg.clone(),
+        slis: truth.slis(&cfg),
+        workload: None,
+    })
+    .expect("observe");
+    let e = c.propose(&Broken).unwrap_err().to_string();
+    assert!(e.contains("simulator crashed"), "{e}");
+    // The observation is still pending: a working model picks it up.
+    let p = c.propose(&truth).expect("propose");
+    assert_eq!(p.samples, 1);
+}
+
+#[test]
+fn proposals_stay_valid_and_carry_their_accounting() {
+    let sc = scenario();
+    let truth = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.2,
+    };
+    let model = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    };
+    let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
+    let mut cfg = default_initial(&sc.classes);
+    for _ in 0..4 {
+        c.observe(&Observation {
+            config: cfg.clone(),
+            slis: truth.slis(&cfg),
+            workload: None,
+        })
+        .expect("observe");
+        let p = c.propose(&model).expect("propose");
+        assert_eq!(p.config.validate(), Ok(()));
+        assert!(p.model_evaluations > 0 && p.model_calls >= 2, "{p:?}");
+        assert!(p.model_slis.is_some() && p.g_hat.is_some_and(f64::is_finite));
+        assert!(p.trust_radius.is_some());
+        cfg = p.config;
+    }
+}
+
+#[test]
+fn baselines_share_the_tuner_interface() {
+    let sc = scenario();
+    let truth = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    };
+    let init = default_initial(&sc.classes);
+    let space = polyphony_spec::KnobSpace::per_class_default(&sc.dscps(), sc.topology.reference_rate());
+    let mut tuners: Vec<Box<dyn Tuner>> = vec![
+        Box::new(FixedConfig::new(&sc.classes, init.clone(), 10.0, 0.5).expect("fixed")),
+        Box::new(
+            Bluefin::new(&sc.classes, &space, init.clone(), 10.0, 0.5, BluefinParams::default()).expect("bluefin"),
+        ),
+    ];
+    for t in &mut tuners {
+        let mut cfg = init.clone();
+        for _ in 0..4 {
+            t.observe(&Observation {
+                config: cfg.clone(),
+                slis: truth.slis(&cfg),
+                workload: None,
+            })
+            .expect("observe");
+            let p = t.propose(&polyphony_core::NoModel).expect("propose");
+            assert_eq!(p.config.validate(), Ok(()), "{}", t.name());
+            cfg = p.config;
+        }
+    }
+    assert_eq!(tuners[0].propose(&polyphony_core::NoModel).expect("fixed").config, init);
+}
