@@ -24,6 +24,8 @@ pub use error::ModelError;
 pub use flowsim::{FlowSim, FlowSimOptions};
 pub use model::{ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
 pub use pktsim::{Marking, PktSim, PktSimOptions};
-pub use simulate::{default_config, scenario_input, simulate, ModelKind, SimulateReport, SimulateRequest};
+pub use simulate::{
+    default_config, scale_scenario, scenario_input, simulate, ModelKind, SimulateReport, SimulateRequest,
+};
 pub use synth::{load_at, load_mix_cdfs, synthesize, Locality, SynthesisOptions, TrafficMatrix};
 pub use topology::{Link, Path, Shape, Topology, HEADER_BYTES, MAX_HOPS, MSS};

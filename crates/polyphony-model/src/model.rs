@@ -114,6 +114,14 @@ pub(crate) struct Prepared {
 }
 
 pub(crate) fn prepare(input: &ModelInput, cfg: &NetworkConfig) -> Result<Prepared, ModelError> {
+    Ok(Prepared {
+        classes: class_params(input, cfg)?,
+        flow_class: flow_classes(input)?,
+    })
+}
+
+/// The configuration's knobs in input class order, validated.
+pub(crate) fn class_params(input: &ModelInput, cfg: &NetworkConfig) -> Result<Vec<ClassParams>, ModelError> {
     cfg.validate()?;
     if input.classes.len() > MAX_CLASSES {
         return Err(ModelError::TooManyClasses {
@@ -121,43 +129,62 @@ pub(crate) fn prepare(input: &ModelInput, cfg: &NetworkConfig) -> Result<Prepare
             max: MAX_CLASSES,
         });
     }
+    input
+        .classes
+        .iter()
+        .map(|&d| {
+            let c = cfg.class(d).ok_or(ModelError::UnknownClass {
+                flow: u64::MAX,
+                dscp: d,
+            })?;
+            Ok(ClassParams {
+                weight: c.weight,
+                ecn_k: c.ecn_threshold.0,
+                init_cwnd: c.init_cwnd.0,
+                buffer: c.buffer.map(|b| b.0),
+            })
+        })
+        .collect()
+}
+
+/// Each flow's class index in input class order; checks hosts against the topology.
+pub(crate) fn flow_classes(input: &ModelInput) -> Result<Vec<u8>, ModelError> {
     let mut lut = [u8::MAX; 64];
-    let mut classes = Vec::with_capacity(input.classes.len());
     for (i, &d) in input.classes.iter().enumerate() {
-        let c = cfg.class(d).ok_or(ModelError::UnknownClass {
-            flow: u64::MAX,
-            dscp: d,
-        })?;
         lut[d.value() as usize] = i as u8;
-        classes.push(ClassParams {
-            weight: c.weight,
-            ecn_k: c.ecn_threshold.0,
-            init_cwnd: c.init_cwnd.0,
-            buffer: c.buffer.map(|b| b.0),
-        });
     }
     let topo = &input.topology;
-    let mut flow_class = Vec::with_capacity(input.workload.flows.len());
-    for f in &input.workload.flows {
-        let ci = lut[f.dscp.value() as usize];
-        if ci == u8::MAX {
-            return Err(ModelError::UnknownClass {
-                flow: f.id.0,
-                dscp: f.dscp,
-            });
-        }
-        topo.check_host(f.id.0, f.src)?;
-        topo.check_host(f.id.0, f.dst)?;
-        flow_class.push(ci);
-    }
-    Ok(Prepared { classes, flow_class })
+    input
+        .workload
+        .flows
+        .iter()
+        .map(|f| {
+            let ci = lut[f.dscp.value() as usize];
+            if ci == u8::MAX {
+                return Err(ModelError::UnknownClass {
+                    flow: f.id.0,
+                    dscp: f.dscp,
+                });
+            }
+            topo.check_host(f.id.0, f.src)?;
+            topo.check_host(f.id.0, f.dst)?;
+            Ok(ci)
+        })
+        .collect()
 }
 
 /// Turns per-flow FCTs (`None` = unfinished when the model stopped at `end`) into the output.
-pub(crate) fn finish(input: &ModelInput, fct: &[Option<Nanos>], end: Nanos, mut stats: RunStats) -> ModelOutput {
+/// `ideals` holds each flow's ideal FCT when the caller already has them.
+pub(crate) fn finish(
+    input: &ModelInput,
+    fct: &[Option<Nanos>],
+    ideals: Option<&[Nanos]>,
+    end: Nanos,
+    mut stats: RunStats,
+) -> ModelOutput {
     let topo = &input.topology;
-    let mut outcomes = Vec::new();
-    for (f, t) in input.workload.flows.iter().zip(fct) {
+    let mut outcomes = Vec::with_capacity(fct.len());
+    for (k, (f, t)) in input.workload.flows.iter().zip(fct).enumerate() {
         if !input.measured(f.start) {
             continue;
         }
@@ -175,7 +202,7 @@ pub(crate) fn finish(input: &ModelInput, fct: &[Option<Nanos>], end: Nanos, mut 
             size: f.size,
             start: f.start,
             fct,
-            ideal: topo.ideal(f.src, f.dst).of(f.size),
+            ideal: ideals.map_or_else(|| topo.ideal(f.src, f.dst).of(f.size), |v| v[k]),
         });
     }
     stats.flows = input.workload.flows.len() as u64;

@@ -201,3 +201,43 @@ impl fmt::Display for SimulateReport {
         Ok(())
     }
 }
+
+/// The scale study's fabric (the paper's §8.5): 32 racks × 8 hosts, 4 spines, 1 Gbit/s host
+/// links and 10 Gbit/s fabric links (no oversubscription), 1 µs per link; WebSearch, Hadoop and
+/// cache sizes at 20 % each (60 % load of every host link), σ = 2, each class with its service's
+/// rack-to-rack pattern.
+pub fn scale_scenario() -> Scenario {
+    use polyphony_spec::{ClassMix, Dscp, TopologySpec, TrafficClass};
+    let mk = |dscp, cdf: &str| ClassMix {
+        dscp,
+        size_cdf: cdf.into(),
+        load: 0.2,
+        sigma: 2.0,
+    };
+    Scenario {
+        name: "scale-32x8".into(),
+        description: "32 racks × 8 hosts leaf-spine at 60 % load".into(),
+        seed: 1,
+        interval_s: 1.0,
+        topology: TopologySpec::LeafSpine {
+            racks: 32,
+            hosts_per_rack: 8,
+            spines: 4,
+            host_rate_mbps: 1000.0,
+            fabric_rate_mbps: 10000.0,
+            link_delay_us: 1.0,
+        },
+        classes: vec![
+            TrafficClass::new("AF11", Dscp::AF11, 10.0),
+            TrafficClass::new("AF21", Dscp::AF21, 10.0),
+            TrafficClass::new("AF31", Dscp::AF31, 10.0),
+        ],
+        mix: vec![
+            mk(Dscp::AF11, "websearch"),
+            mk(Dscp::AF21, "meta-hadoop"),
+            mk(Dscp::AF31, "meta-cache"),
+        ],
+        phases: vec![],
+        initial: None,
+    }
+}

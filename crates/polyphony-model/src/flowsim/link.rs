@@ -66,6 +66,17 @@ impl LinkSim {
         let mut next = 0usize;
         let mut events = 0u64;
         let nc = self.cls.len();
+        // Offered load of each class on this link (bytes per ns over the flows' span).
+        let span = flows.last().map_or(1.0, |f| f.start) - flows.first().map_or(0.0, |f| f.start);
+        let mut offered = vec![0.0f64; nc];
+        for f in flows {
+            offered[f.class as usize] += f.work;
+        }
+        let total: f64 = offered.iter().sum();
+        let avail: Vec<f64> = offered
+            .iter()
+            .map(|o| (r - (total - o) / span.max(1.0)).max(r * 0.01))
+            .collect();
         loop {
             // Earliest completion among active classes.
             let mut best = f64::INFINITY;
@@ -107,13 +118,18 @@ impl LinkSim {
                 let p = self.params[ci];
                 let c = &mut self.cls[ci];
                 let w_after = if c.n == 0 { w_active + p.weight } else { w_active };
-                let rate_c = r * p.weight / w_after;
+                let inst = r * p.weight / w_after;
+                // The queue drains at the class's share now, or faster once the other classes'
+                // bursts pass: the geometric mean of the instantaneous share and the capacity
+                // the other classes leave on average.
+                let rate_c = (inst * avail[ci].max(inst)).sqrt();
                 let mtu = (MSS + HEADER_BYTES) as f64;
                 let init = p.init_cwnd.max(1) as f64;
                 let mut wait = 0.0;
                 if self.opts.standing_queue && c.n > 0 {
                     let remaining = (c.sum_tags - c.n as f64 * c.s).max(0.0);
-                    let q = remaining.min((p.ecn_k as f64).max(c.n as f64 * init * mtu));
+                    let burst = c.n as f64 * init * mtu;
+                    let q = remaining.min((self.opts.queue_factor * p.ecn_k as f64).max(burst));
                     wait = q / rate_c;
                 }
                 let mut rounds = 1.0;
@@ -123,7 +139,7 @@ impl LinkSim {
                     let k_lim = ((p.ecn_k as f64 / (init * mtu)).max(1.0)).log2().ceil() + 1.0;
                     rounds = k_fin.min(k_lim);
                 }
-                extra[f.flow as usize] += wait * rounds + (rounds - 1.0) * rtts[f.flow as usize] as f64 / 2.0;
+                extra[f.flow as usize] += wait * rounds + (rounds - 1.0) * rtts[f.flow as usize] as f64;
                 let tag = c.s + f.work;
                 c.sum_tags += tag;
                 c.heap.push(Reverse((tag.to_bits(), (next - 1) as u32)));

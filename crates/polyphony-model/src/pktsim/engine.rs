@@ -213,6 +213,12 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
             sim.heap.push(ev);
             break;
         }
+        if ev.kind == EV_TIMER {
+            let f = &sim.flows[ev.arg as usize];
+            if f.state == St::Done || f.timer_at != ev.t {
+                continue; // a finished flow's or a superseded timer: not an event of the network
+            }
+        }
         sim.now = ev.t;
         sim.events += 1;
         match ev.kind {
@@ -247,7 +253,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         events: sim.events,
         ..RunStats::default()
     };
-    let output = finish(input, &fct, Nanos(end), stats);
+    let output = finish(input, &fct, None, Nanos(end), stats);
     let win = sim.win;
     let ports = sim
         .ports
