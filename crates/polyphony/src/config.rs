@@ -119,11 +119,17 @@ pub enum SliSource {
     /// configuration in force: a "simulated network" that needs no root. Requires
     /// `[workload] source = "scenario"`.
     Simulated,
-    /// The Prometheus exposition of the testbed's `emu` generator: the per-class p99 slowdown
-    /// gauges at `url`.
+    /// The namespace testbed (docs/testbed.md): each interval the daemon replays a fresh sample
+    /// of the scenario's workload with the `emu` generator (real TCP flows through the testbed's
+    /// switch, root needed) and takes the per-class slowdown statistics it measured. Requires
+    /// `[workload] source = "scenario"`; the window given to the model is the replayed workload.
     Emu {
-        /// e.g. `http://127.0.0.1:9100/metrics`.
-        url: String,
+        /// Testbed instance prefix (`pp` unless the testbed was brought up with another).
+        #[serde(default = "default_prefix")]
+        prefix: String,
+        /// Base RTT in µs for the ideal FCT; measured with a ping-pong when absent.
+        #[serde(default)]
+        base_rtt_us: Option<f64>,
     },
     /// A PromQL query against a Prometheus server; `{dscp}` in the query is replaced by each
     /// class's DSCP, and the result must be one scalar sample per class.
@@ -171,6 +177,10 @@ pub struct HttpSection {
     pub token_file: Option<PathBuf>,
 }
 
+fn default_prefix() -> String {
+    "pp".into()
+}
+
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 9464))
 }
@@ -181,6 +191,28 @@ impl Default for HttpSection {
             listen: default_listen(),
             token_file: None,
         }
+    }
+}
+
+/// `[actuators]`: the actuator crates' own configurations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ActuatorsSection {
+    /// Linux tc at the bottleneck (weights, ECN thresholds, buffers).
+    #[serde(default)]
+    pub tc: Option<polyphony_actuator_tc::TcConfig>,
+    /// `ip route` initcwnd on the senders.
+    #[serde(default)]
+    pub iproute: Option<polyphony_actuator_iproute::IprouteConfig>,
+    /// A switch CLI over SSH.
+    #[serde(default)]
+    pub switch: Option<polyphony_actuator_switch_cli::SwitchConfig>,
+}
+
+impl ActuatorsSection {
+    /// Whether no actuator is configured.
+    pub fn is_empty(&self) -> bool {
+        self.tc.is_none() && self.iproute.is_none() && self.switch.is_none()
     }
 }
 
@@ -239,9 +271,10 @@ pub struct DaemonConfig {
     pub sli: SliSource,
     /// The workload source.
     pub workload: WorkloadSource,
-    /// Actuators, each a table with a `kind` key (`tc`, `iproute`, `switch_cli`).
+    /// Actuators (`[actuators.tc]`, `[actuators.iproute]`, `[actuators.switch]`; see
+    /// docs/actuators.md), applied in the order switch, tc, iproute, all or nothing.
     #[serde(default)]
-    pub actuators: Vec<toml::Table>,
+    pub actuators: ActuatorsSection,
     /// The HTTP API.
     #[serde(default)]
     pub http: HttpSection,
@@ -419,7 +452,30 @@ impl DaemonConfig {
                     ));
                 }
             }
-            SliSource::Emu { url } => check_url("sli.url", url).map_err(|(k, v, w)| bad(k, &v, w))?,
+            SliSource::Emu { prefix, base_rtt_us } => {
+                if !matches!(self.workload, WorkloadSource::Scenario { .. }) {
+                    return Err(bad(
+                        "sli.source",
+                        &"\"emu\"",
+                        "the emu source replays the scenario's traffic: set [workload] source = \"scenario\"",
+                    ));
+                }
+                if prefix.is_empty()
+                    || prefix.len() > 4
+                    || !prefix.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                {
+                    return Err(bad(
+                        "sli.prefix",
+                        &format!("{prefix:?}"),
+                        "a testbed prefix is 1–4 characters [a-z0-9]",
+                    ));
+                }
+                if let Some(us) = base_rtt_us {
+                    if !(us.is_finite() && *us > 0.0) {
+                        return Err(bad("sli.base_rtt_us", us, "a positive number of microseconds"));
+                    }
+                }
+            }
             SliSource::Prometheus { url, query } => {
                 check_url("sli.url", url).map_err(|(k, v, w)| bad(k, &v, w))?;
                 if !query.contains("{dscp}") {
@@ -462,30 +518,11 @@ impl DaemonConfig {
                 None
             }
         };
-        for (i, a) in self.actuators.iter().enumerate() {
-            match a.get("kind").and_then(|k| k.as_str()) {
-                Some("tc" | "iproute" | "switch_cli") => {}
-                Some(other) => {
-                    return Err(bad(
-                        &format!("actuators[{i}].kind"),
-                        &format!("{other:?}"),
-                        "use \"tc\", \"iproute\" or \"switch_cli\"",
-                    ))
-                }
-                None => {
-                    return Err(bad(
-                        &format!("actuators[{i}].kind"),
-                        &"(missing)",
-                        "every actuator needs kind = \"tc\" | \"iproute\" | \"switch_cli\"",
-                    ))
-                }
-            }
-        }
-        if self.mode == Mode::Apply && self.actuators.is_empty() && self.sli != SliSource::Simulated {
+        if self.mode == Mode::Apply && self.actuators.is_empty() && !matches!(self.sli, SliSource::Simulated) {
             return Err(bad(
                 "mode",
                 &"\"apply\"",
-                "apply mode needs at least one [[actuators]] entry (or use mode = \"advise\")",
+                "apply mode needs at least one [actuators.*] table (or use mode = \"advise\")",
             ));
         }
         if let Some(t) = &self.http.token_file {

@@ -162,7 +162,12 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             })
             .map_err(|e| anyhow!("iteration {}: observe: {e}", t + 1))?;
         bar.set_message("choosing the next configuration (flowsim + GP + EI)");
-        let model = WindowModel::new(flowsim.clone(), traffic.clone(), m.workload.clone(), threads.clone());
+        let model = WindowModel::new(
+            flowsim.clone(),
+            traffic.context.clone(),
+            m.workload.clone(),
+            threads.clone(),
+        );
         let proposal = controller
             .propose(&model)
             .map_err(|e| anyhow!("iteration {}: propose: {e}", t + 1))?;

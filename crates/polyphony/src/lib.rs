@@ -3,8 +3,10 @@
 //! actuators and Workfeed; it re-implements none of their logic.
 #![warn(missing_docs)]
 
+pub mod actuation;
 pub mod cli;
 pub mod config;
+pub mod daemon;
 pub mod demo;
 pub mod http;
 pub mod metrics;

@@ -49,15 +49,7 @@ fn init_logging(filter: Option<&str>) {
 
 fn run(cmd: Command) -> Result<(), Failure> {
     match cmd {
-        Command::Daemon(a) => {
-            let loaded = polyphony::config::DaemonConfig::load(&a.config)?;
-            println!(
-                "{}: valid ({} classes)",
-                loaded.path.display(),
-                loaded.config.classes.len()
-            );
-            Ok(())
-        }
+        Command::Daemon(a) => polyphony::daemon::main(a),
         Command::Demo(a) => polyphony::demo::main(a),
         Command::Simulate(a) => polyphony::simulate::main(a),
         Command::Recommend(_) => Err(Failure::Runtime(anyhow::anyhow!("recommend is not wired yet"))),

@@ -6,7 +6,7 @@
 //! Pure computation; no I/O.
 
 use crate::config::ModelKind;
-use crate::network::Traffic;
+use crate::network::ModelContext;
 use polyphony_core::{ModelError, PerformanceModel};
 use polyphony_model::NetworkModel;
 use polyphony_spec::{NetworkConfig, SliVector, Workload};
@@ -26,7 +26,7 @@ pub fn network_model(kind: ModelKind) -> Arc<dyn NetworkModel> {
 /// A [`PerformanceModel`] over one workload window.
 pub struct WindowModel {
     model: Arc<dyn NetworkModel>,
-    traffic: Traffic,
+    context: ModelContext,
     workload: Arc<Workload>,
     pool: Arc<rayon::ThreadPool>,
     nanos: AtomicU64,
@@ -48,16 +48,16 @@ pub fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
 }
 
 impl WindowModel {
-    /// A model of `traffic`'s network replaying `workload`.
+    /// A model of `context`'s network replaying `workload`.
     pub fn new(
         model: Arc<dyn NetworkModel>,
-        traffic: Traffic,
+        context: ModelContext,
         workload: Arc<Workload>,
         pool: Arc<rayon::ThreadPool>,
     ) -> WindowModel {
         WindowModel {
             model,
-            traffic,
+            context,
             workload,
             pool,
             nanos: AtomicU64::new(0),
@@ -79,7 +79,7 @@ impl WindowModel {
 impl PerformanceModel for WindowModel {
     fn predict(&self, configs: &[NetworkConfig], crn_seed: u64) -> Result<Vec<SliVector>, ModelError> {
         let t0 = Instant::now();
-        let input = self.traffic.input(self.workload.clone(), crn_seed);
+        let input = self.context.input(self.workload.clone(), crn_seed);
         let threads = self.pool.current_num_threads().max(1);
         let chunk = configs.len().div_ceil(threads).max(1);
         let results: Vec<_> = self.pool.install(|| {

@@ -47,24 +47,50 @@ pub fn mix_cdfs(scenario: &Scenario) -> Result<Vec<SizeCdf>> {
         .collect()
 }
 
+/// What a model needs besides the workload: the topology and the classes in objective order.
+#[derive(Debug, Clone)]
+pub struct ModelContext {
+    /// The network.
+    pub topology: Arc<Topology>,
+    /// The classes, in the order of the controller's objective.
+    pub classes: Vec<polyphony_spec::Dscp>,
+}
+
+impl ModelContext {
+    /// The context of a topology description and classes.
+    pub fn new(spec: &polyphony_spec::TopologySpec, classes: Vec<polyphony_spec::Dscp>) -> Result<ModelContext> {
+        let topology = Arc::new(Topology::from_spec(spec).map_err(|e| anyhow!("topology: {e}"))?);
+        Ok(ModelContext { topology, classes })
+    }
+
+    /// A model input over `workload` measuring flows after a warm-up of a tenth of its span.
+    pub fn input(&self, workload: Arc<Workload>, seed: u64) -> ModelInput {
+        let warm = Nanos(workload.duration.0 / 10);
+        let mut input = ModelInput::new(workload, self.topology.clone(), self.classes.clone());
+        input.measure_from = warm;
+        input.seed = seed;
+        input
+    }
+}
+
 /// A scenario made ready to generate traffic: topology, CDFs, classes.
 #[derive(Debug, Clone)]
 pub struct Traffic {
     /// The scenario.
     pub scenario: Scenario,
-    /// Its topology.
-    pub topology: Arc<Topology>,
+    /// Its topology and classes.
+    pub context: ModelContext,
     cdfs: Vec<SizeCdf>,
 }
 
 impl Traffic {
     /// Prepares a scenario.
     pub fn new(scenario: Scenario) -> Result<Traffic> {
-        let topology = Arc::new(Topology::from_spec(&scenario.topology).map_err(|e| anyhow!("topology: {e}"))?);
+        let context = ModelContext::new(&scenario.topology, scenario.dscps())?;
         let cdfs = mix_cdfs(&scenario)?;
         Ok(Traffic {
             scenario,
-            topology,
+            context,
             cdfs,
         })
     }
@@ -76,17 +102,8 @@ impl Traffic {
         let len = self.scenario.interval();
         let mut opts = SynthesisOptions::new(len, mix(self.scenario.seed ^ mix(seed) ^ mix(index + 1)));
         opts.start = Nanos(len.0.saturating_mul(index));
-        let w = synthesize(&self.scenario, &self.topology, &self.cdfs, &opts).map_err(|e| anyhow!("{e}"))?;
+        let w = synthesize(&self.scenario, &self.context.topology, &self.cdfs, &opts).map_err(|e| anyhow!("{e}"))?;
         Ok(rebase(w, opts.start))
-    }
-
-    /// A model input over `workload` measuring flows after a warm-up of a tenth of its span.
-    pub fn input(&self, workload: Arc<Workload>, seed: u64) -> ModelInput {
-        let warm = Nanos(workload.duration.0 / 10);
-        let mut input = ModelInput::new(workload, self.topology.clone(), self.scenario.dscps());
-        input.measure_from = warm;
-        input.seed = seed;
-        input
     }
 }
 
@@ -147,7 +164,7 @@ impl SimulatedNetwork {
     /// Runs interval `index` under `config`.
     pub fn measure(&self, index: u64, config: &NetworkConfig) -> Result<Measurement> {
         let workload = Arc::new(self.traffic.interval_workload(index, self.seed)?);
-        let input = self.traffic.input(workload.clone(), self.seed ^ index);
+        let input = self.traffic.context.input(workload.clone(), self.seed ^ index);
         let out = self
             .sim
             .evaluate(&input, std::slice::from_ref(config))

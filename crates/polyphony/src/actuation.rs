@@ -1,0 +1,58 @@
+//! Building the configured actuators (one all-or-nothing [`Composite`]) and driving them:
+//! apply a target configuration (plan from what is read live, apply, verify — the actuator crate
+//! does the work), or render a dry run. Touches the network only through the actuators.
+
+use crate::config::ActuatorsSection;
+use anyhow::{anyhow, Result};
+use polyphony_actuator::{Actuator, Composite, Plan};
+use polyphony_spec::NetworkConfig;
+
+/// Builds the composite of the configured actuators (switch, tc, iproute, in that order);
+/// `None` when none is configured. Construction may probe the device (read only).
+pub fn build(section: &ActuatorsSection) -> Result<Option<Composite>> {
+    let mut members: Vec<Box<dyn Actuator + Send>> = Vec::new();
+    if let Some(c) = &section.switch {
+        members.push(
+            polyphony_actuator_switch_cli::switch_actuator(c.clone()).map_err(|e| anyhow!("actuators.switch: {e}"))?,
+        );
+    }
+    if let Some(c) = &section.tc {
+        members.push(Box::new(
+            polyphony_actuator_tc::tc_actuator(c.clone()).map_err(|e| anyhow!("actuators.tc: {e}"))?,
+        ));
+    }
+    if let Some(c) = &section.iproute {
+        members.push(Box::new(
+            polyphony_actuator_iproute::iproute_actuator(c.clone()).map_err(|e| anyhow!("actuators.iproute: {e}"))?,
+        ));
+    }
+    if members.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Composite::new(members).map_err(|e| anyhow!("actuators: {e}"))?))
+}
+
+/// The outcome of one apply.
+#[derive(Debug)]
+pub struct Applied {
+    /// The plan that was run (empty when the target was already in force).
+    pub plan: Plan,
+}
+
+/// Brings the network to `target`: plans from the live state, applies, verifies. On failure
+/// the composite has already restored what was in force; the error says what failed.
+/// Blocking (runs commands); call from a blocking thread.
+pub fn apply(actuators: &mut Composite, target: &NetworkConfig) -> Result<Applied> {
+    let plan = actuators.plan_live(target).map_err(|e| anyhow!("planning: {e}"))?;
+    if plan.is_empty() {
+        return Ok(Applied { plan });
+    }
+    actuators.apply(&plan).map_err(|e| anyhow!("{e}"))?;
+    Ok(Applied { plan })
+}
+
+/// The dry run: the commands that would take the network from `current` to `target`, without
+/// reading or touching anything.
+pub fn dry_run(actuators: &Composite, current: &NetworkConfig, target: &NetworkConfig) -> Result<Plan> {
+    actuators.plan(current, target).map_err(|e| anyhow!("{e}"))
+}

@@ -1,0 +1,525 @@
+//! `polyphony daemon`: the control loop as a long-lived tokio service.
+//!
+//! Each interval: wait, gather the SLIs of the interval and the workload window, give them to
+//! the controller, check the guard, ask for the next configuration (flowsim on the window, in
+//! parallel, off the async threads), persist, apply (apply mode) or publish (advise mode),
+//! persist again, publish metrics and the status snapshot. SIGTERM/SIGINT stop after the current
+//! step; SIGHUP (or `POST /v1/reload`) reloads the configuration, refusing an invalid one.
+//!
+//! Touches: the state directory, the HTTP listen socket, the SLI/workload sources and — in apply
+//! mode — the network through the configured actuators.
+
+mod publish;
+mod sources;
+
+use crate::actuation;
+use crate::cli::DaemonArgs;
+use crate::config::{read_token, DaemonConfig, LoadedConfig, Mode};
+use crate::http::{router, ApiCommand, ApiState, Snapshot};
+use crate::metrics::Metrics;
+use crate::model_adapter::{network_model, pool, WindowModel};
+use crate::network::ModelContext;
+use crate::state::{Action, ClassRecord, IterationRecord, PersistedState, StateDir, FORMAT_VERSION};
+use crate::Failure;
+use anyhow::{anyhow, Context, Result};
+use polyphony_actuator::Composite;
+use polyphony_core::{Controller, Observation, Variant};
+use polyphony_spec::NetworkConfig;
+use sources::Sources;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+use tracing::{error, info, warn};
+
+/// Runs the subcommand.
+pub fn main(args: DaemonArgs) -> Result<(), Failure> {
+    let loaded = DaemonConfig::load(&args.config)?;
+    if args.check {
+        let c = &loaded.config;
+        println!(
+            "{}: valid — mode {}, every {} s, {} classes ({}), {} knobs, model {}, state in {}",
+            loaded.path.display(),
+            c.mode.as_str(),
+            c.interval_s,
+            c.classes.len(),
+            c.classes
+                .iter()
+                .map(|k| format!(
+                    "{} DSCP {} p{} ≤ {}",
+                    k.name,
+                    k.dscp,
+                    k.slo.percentile * 100.0,
+                    k.slo.max_slowdown
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
+            c.knob_space().dim(),
+            c.model.kind.as_str(),
+            c.state_dir.display()
+        );
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run(loaded, args.max_iterations)).map_err(Failure::Runtime)
+}
+
+/// Everything the loop owns.
+struct Daemon {
+    loaded: LoadedConfig,
+    mode: Mode,
+    controller: Option<Controller>,
+    state: PersistedState,
+    dir: StateDir,
+    metrics: Arc<Metrics>,
+    snapshot: Arc<RwLock<Snapshot>>,
+    api: Arc<ApiState>,
+    sources: Sources,
+    context: ModelContext,
+    pool: Arc<rayon::ThreadPool>,
+    actuators: Option<Composite>,
+}
+
+async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
+    let c = &loaded.config;
+    let dir = StateDir::open(&c.state_dir)?;
+    let (controller, state) = match dir.load()? {
+        Some(s) => {
+            let text = serde_json::to_string(&s.controller)?;
+            let ctl = Controller::from_json(&text).map_err(|e| anyhow!("{}: {e}", dir.file().display()))?;
+            info!(
+                iteration = s.iteration,
+                samples = ctl.samples(),
+                "resuming from {}",
+                dir.file().display()
+            );
+            (ctl, s)
+        }
+        None => {
+            let initial = c.initial_config();
+            let ctl = Controller::new(
+                &c.classes,
+                &c.knob_space(),
+                initial.clone(),
+                c.controller.clone(),
+                Variant::FULL,
+            )
+            .map_err(|e| anyhow!("controller: {e}"))?;
+            let s = PersistedState {
+                version: FORMAT_VERSION,
+                iteration: 0,
+                config_in_force: initial.clone(),
+                last_good: initial,
+                controller: serde_json::from_str(&ctl.to_json().map_err(|e| anyhow!("{e}"))?)?,
+                regime_shifts: 0,
+                rollbacks: 0,
+                actuator_errors: 0,
+                history: Vec::new(),
+            };
+            dir.save(&s)?;
+            info!("fresh start; state in {}", dir.file().display());
+            (ctl, s)
+        }
+    };
+    let sources = Sources::new(&loaded)?;
+    let section = c.actuators.clone();
+    let actuators = match tokio::task::spawn_blocking(move || actuation::build(&section)).await? {
+        Ok(a) => a,
+        Err(e) if c.mode == Mode::Advise => {
+            warn!("advise mode: actuators unavailable, dry runs disabled: {e:#}");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let context = ModelContext::new(&c.topology, c.dscps())?;
+    let metrics = Arc::new(Metrics::new());
+    let (tx, mut rx) = mpsc::channel(8);
+    let token = match &c.http.token_file {
+        Some(p) => Some(read_token(p).map_err(|e| anyhow!("http.token_file: {e}"))?),
+        None => None,
+    };
+    // The snapshot is complete before the API can be reached.
+    let snapshot = Arc::new(RwLock::new(publish::snapshot(
+        &state,
+        c.mode,
+        &loaded.path.display().to_string(),
+        controller.samples(),
+    )));
+    let api = Arc::new(ApiState {
+        metrics: metrics.clone(),
+        snapshot: snapshot.clone(),
+        token: RwLock::new(token),
+        commands: tx,
+    });
+    let listener = tokio::net::TcpListener::bind(c.http.listen)
+        .await
+        .with_context(|| format!("http.listen {}: cannot listen", c.http.listen))?;
+    let addr = listener.local_addr()?;
+    info!("HTTP API and /metrics on http://{addr}");
+    let app = router(api.clone());
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            error!("HTTP server stopped: {e}");
+        }
+    });
+    let mut d = Daemon {
+        mode: c.mode,
+        pool: pool(c.model.threads),
+        loaded,
+        controller: Some(controller),
+        state,
+        dir,
+        metrics,
+        snapshot,
+        api,
+        sources,
+        context,
+        actuators,
+    };
+    if d.mode == Mode::Apply && d.actuators.is_some() {
+        // After a restart the network may not match the state (a crash between apply and
+        // persist, or someone else changed it): bring it to the configuration in force.
+        let target = d.state.config_in_force.clone();
+        info!("apply mode: bringing the network to the configuration in force");
+        d.put_in_force(target).await?;
+    }
+    d.publish_state();
+    publish::mode(&d.metrics, d.mode);
+    publish::knobs(&d.metrics, &d.loaded.config, &d.state.config_in_force);
+
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+    let mut hup = signal(SignalKind::hangup()).context("SIGHUP handler")?;
+    let mut done = 0u64;
+    loop {
+        let interval = Duration::from_secs_f64(d.loaded.config.interval_s);
+        let wake = tokio::time::Instant::now() + interval;
+        // Wait for the interval to pass, serving signals and API commands meanwhile.
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake) => break,
+                _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
+                _ = int.recv() => { info!("SIGINT: stopping"); return Ok(()); }
+                _ = hup.recv() => d.reload(),
+                Some(cmd) = rx.recv() => d.command(cmd).await,
+            }
+        }
+        if let Err(e) = d.iterate().await {
+            error!("iteration {} failed: {e:#}", d.state.iteration + 1);
+        }
+        done += 1;
+        if max_iterations.is_some_and(|m| done >= m) {
+            info!(iterations = done, "--max-iterations reached: stopping");
+            return Ok(());
+        }
+    }
+}
+
+impl Daemon {
+    fn publish_state(&self) {
+        let samples = self.controller.as_ref().map_or(0, Controller::samples);
+        let snap = publish::snapshot(&self.state, self.mode, &self.loaded.path.display().to_string(), samples);
+        self.metrics.gp_samples.set(samples as f64);
+        match self.snapshot.write() {
+            Ok(mut g) => *g = snap,
+            Err(p) => *p.into_inner() = snap,
+        }
+    }
+
+    fn save(&mut self) -> Result<()> {
+        if let Some(ctl) = &self.controller {
+            self.state.controller = serde_json::from_str(&ctl.to_json().map_err(|e| anyhow!("{e}"))?)?;
+        }
+        self.dir.save(&self.state)?;
+        Ok(())
+    }
+
+    fn reload(&mut self) {
+        match DaemonConfig::load(&self.loaded.path) {
+            Err(e) => error!("reload refused, keeping the running configuration: {e}"),
+            Ok(new) => {
+                let old = &self.loaded.config;
+                let n = &new.config;
+                let fixed = [
+                    ("classes", old.classes != n.classes),
+                    ("topology", old.topology != n.topology),
+                    ("knobs", old.knob_space() != n.knob_space()),
+                    ("controller", old.controller != n.controller),
+                    ("state_dir", old.state_dir != n.state_dir),
+                    ("http.listen", old.http.listen != n.http.listen),
+                ];
+                if let Some((k, _)) = fixed.iter().find(|(_, changed)| *changed) {
+                    error!("reload refused, keeping the running configuration: changing `{k}` needs a restart");
+                    return;
+                }
+                let sources = match Sources::new(&new) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        error!("reload refused, keeping the running configuration: {e:#}");
+                        return;
+                    }
+                };
+                let token = match &n.http.token_file {
+                    Some(p) => match read_token(p) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            error!("reload refused: http.token_file: {e}");
+                            return;
+                        }
+                    },
+                    None => None,
+                };
+                if let Ok(mut g) = self.api.token.write() {
+                    *g = token;
+                }
+                self.sources = sources;
+                self.mode = n.mode;
+                publish::mode(&self.metrics, self.mode);
+                info!(
+                    mode = self.mode.as_str(),
+                    interval_s = n.interval_s,
+                    "configuration reloaded"
+                );
+                self.loaded = new;
+                self.publish_state();
+            }
+        }
+    }
+
+    async fn command(&mut self, cmd: ApiCommand) {
+        match cmd {
+            ApiCommand::Reload => self.reload(),
+            ApiCommand::SetMode(m) => {
+                info!("mode set to {} through the API", m.as_str());
+                self.mode = m;
+                publish::mode(&self.metrics, m);
+                self.publish_state();
+            }
+            ApiCommand::Rollback => {
+                let target = self.state.last_good.clone();
+                warn!("rollback to the last known good configuration requested through the API");
+                self.state.rollbacks += 1;
+                self.metrics.rollbacks.inc();
+                if let Err(e) = self.put_in_force(target).await {
+                    error!("rollback failed: {e:#}");
+                }
+            }
+        }
+    }
+
+    /// Runs the actuators towards `target` (blocking work off the async threads).
+    async fn actuate(&mut self, target: &NetworkConfig) -> Result<()> {
+        let Some(mut acts) = self.actuators.take() else {
+            return Ok(());
+        };
+        let t = target.clone();
+        let (acts, r) = tokio::task::spawn_blocking(move || {
+            let r = actuation::apply(&mut acts, &t);
+            (acts, r)
+        })
+        .await
+        .map_err(|e| anyhow!("actuator task: {e}"))?;
+        self.actuators = Some(acts);
+        let applied = r?;
+        if !applied.plan.is_empty() {
+            info!(steps = applied.plan.len(), "applied through the actuators");
+        }
+        Ok(())
+    }
+
+    /// Makes `target` the configuration in force — through the actuators when there are any
+    /// (a simulated network simply runs it) — and persists. If the actuators fail, they have
+    /// already restored the previous configuration; the daemon then returns to the last known
+    /// good configuration, and says so in the log and the metrics.
+    async fn put_in_force(&mut self, target: NetworkConfig) -> Result<()> {
+        if let Err(e) = self.actuate(&target).await {
+            self.state.actuator_errors += 1;
+            self.metrics.actuator_errors.inc();
+            error!("actuators failed, the previous configuration stays in force: {e:#}");
+            let good = self.state.last_good.clone();
+            if good != self.state.config_in_force && good != target {
+                warn!("returning to the last known good configuration");
+                self.state.rollbacks += 1;
+                self.metrics.rollbacks.inc();
+                match self.actuate(&good).await {
+                    Ok(()) => self.state.config_in_force = good,
+                    Err(e) => {
+                        self.state.actuator_errors += 1;
+                        self.metrics.actuator_errors.inc();
+                        error!("returning to the last known good configuration failed too: {e:#}");
+                    }
+                }
+            }
+        } else {
+            self.state.config_in_force = target;
+        }
+        self.save()?;
+        publish::knobs(&self.metrics, &self.loaded.config, &self.state.config_in_force);
+        self.publish_state();
+        Ok(())
+    }
+
+    async fn iterate(&mut self) -> Result<()> {
+        let t0 = Instant::now();
+        let c = self.loaded.config.clone();
+        let index = self.state.iteration;
+        let measured = self.state.config_in_force.clone();
+        let got = self.sources.gather(&c, index, &measured).await?;
+        let mut ctl = self
+            .controller
+            .take()
+            .ok_or_else(|| anyhow!("controller lost by an earlier failure"))?;
+        let report = ctl.observe(&Observation {
+            config: measured.clone(),
+            slis: got.sli.clone(),
+            workload: Some(index),
+        });
+        let report = match report {
+            Ok(r) => r,
+            Err(e) => {
+                self.controller = Some(ctl);
+                return Err(anyhow!("the measurement was refused: {e}"));
+            }
+        };
+        if report.regime_shift {
+            self.state.regime_shifts += 1;
+            self.metrics.regime_shifts.inc();
+        }
+        let model = Arc::new(WindowModel::new(
+            network_model(c.model.kind),
+            self.context.clone(),
+            got.workload.clone(),
+            self.pool.clone(),
+        ));
+        let m2 = model.clone();
+        let (ctl, proposal) = tokio::task::spawn_blocking(move || {
+            let p = ctl.propose(m2.as_ref());
+            (ctl, p)
+        })
+        .await
+        .map_err(|e| anyhow!("controller task: {e}"))?;
+        self.controller = Some(ctl);
+        let guard_broken = report.g_raw > c.guard.max_objective;
+        if !guard_broken {
+            self.state.last_good = measured.clone();
+        }
+        let (next, action, reason, g_hat, sigma, ei, admitted) = match proposal {
+            Ok(p) => {
+                let admitted = !p.admissions.is_empty()
+                    && p.admissions.iter().any(|a| {
+                        matches!(
+                            a,
+                            polyphony_core::Admission::Novel
+                                | polyphony_core::Admission::Surprising
+                                | polyphony_core::Admission::Refreshed
+                        )
+                    });
+                if guard_broken && measured != self.state.last_good {
+                    warn!(
+                        g = report.g_raw,
+                        guard = c.guard.max_objective,
+                        "objective above the guard: returning to the last known good configuration"
+                    );
+                    (
+                        self.state.last_good.clone(),
+                        Action::RolledBack,
+                        format!(
+                            "guard: J = {:.3} > {}: returned to the last known good configuration",
+                            report.g_raw, c.guard.max_objective
+                        ),
+                        p.g_hat,
+                        p.sigma,
+                        p.expected_improvement,
+                        admitted,
+                    )
+                } else {
+                    let action = if self.mode == Mode::Apply {
+                        Action::Applied
+                    } else {
+                        Action::Advised
+                    };
+                    (
+                        p.config,
+                        action,
+                        p.reason.text,
+                        p.g_hat,
+                        p.sigma,
+                        p.expected_improvement,
+                        admitted,
+                    )
+                }
+            }
+            Err(e) => {
+                error!("the controller could not propose: {e}; holding the configuration in force");
+                (
+                    measured.clone(),
+                    Action::Held,
+                    format!("held: {e}"),
+                    None,
+                    None,
+                    None,
+                    false,
+                )
+            }
+        };
+        if action == Action::RolledBack {
+            self.state.rollbacks += 1;
+            self.metrics.rollbacks.inc();
+        }
+        let classes: Vec<ClassRecord> = c
+            .classes
+            .iter()
+            .zip(&report.ratios)
+            .map(|(k, r)| ClassRecord {
+                name: k.name.clone(),
+                dscp: k.dscp.value(),
+                sli: r * k.slo.max_slowdown,
+                slo: k.slo.max_slowdown,
+                ratio: *r,
+                predicted: None,
+            })
+            .collect();
+        let record = IterationRecord {
+            iteration: index + 1,
+            unix_time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            measured_config: measured.clone(),
+            all_slos_met: report.ratios.iter().all(|r| *r <= 1.0),
+            classes,
+            g: report.g_raw,
+            admitted,
+            next_config: next.clone(),
+            predicted_g: g_hat.unwrap_or(f64::NAN),
+            predicted_sigma: sigma.unwrap_or(f64::NAN),
+            ei: ei.unwrap_or(f64::NAN),
+            reason,
+            action,
+            iteration_seconds: t0.elapsed().as_secs_f64(),
+            model_seconds: model.seconds(),
+        };
+        info!(
+            iteration = record.iteration,
+            g = format_args!("{:.3}", record.g),
+            all_slos_met = record.all_slos_met,
+            action = ?record.action,
+            "{}",
+            record.reason
+        );
+        publish::iteration(&self.metrics, &c, &record, &got.workload);
+        self.state.iteration = index + 1;
+        self.state.push_history(record);
+        // First persist: the admitted sample and the decision, configuration in force unchanged.
+        self.save()?;
+        if matches!(action, Action::Applied | Action::RolledBack) && self.mode == Mode::Apply {
+            self.put_in_force(next).await?;
+        } else {
+            self.publish_state();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Publishing one iteration: Prometheus metrics and the status snapshot the HTTP API serves.
+//! Touches only the shared metrics and snapshot.
+
+use crate::config::{DaemonConfig, Mode};
+use crate::http::Snapshot;
+use crate::metrics::{class_labels, KnobLabels, Metrics};
+use crate::state::{IterationRecord, PersistedState};
+use polyphony_spec::{NetworkConfig, Workload};
+
+/// Sets every knob gauge to `config`'s values.
+pub fn knobs(m: &Metrics, config: &DaemonConfig, in_force: &NetworkConfig) {
+    for c in &in_force.classes {
+        let name = config
+            .classes
+            .iter()
+            .find(|k| k.dscp == c.dscp)
+            .map_or_else(|| c.dscp.name(), |k| k.name.clone());
+        let set = |knob: &str, kind: &str, v: f64| {
+            m.knob
+                .get_or_create(&KnobLabels {
+                    knob: format!("{name}.{knob}"),
+                    class: name.clone(),
+                    kind: kind.to_string(),
+                })
+                .set(v);
+        };
+        set("weight", "weight", c.weight);
+        set("ecn_threshold", "ecn_threshold_bytes", c.ecn_threshold.0 as f64);
+        set("init_cwnd", "init_cwnd_packets", f64::from(c.init_cwnd.0));
+        if let Some(b) = c.buffer {
+            set("buffer", "buffer_bytes", b.0 as f64);
+        }
+    }
+}
+
+/// Publishes an iteration's numbers.
+pub fn iteration(m: &Metrics, config: &DaemonConfig, r: &IterationRecord, workload: &Workload) {
+    for c in &r.classes {
+        let l = class_labels(&c.name, c.dscp);
+        m.class_sli.get_or_create(&l).set(c.sli);
+        m.class_slo.get_or_create(&l).set(c.slo);
+        m.class_ratio.get_or_create(&l).set(c.ratio);
+        m.class_slo_met
+            .get_or_create(&l)
+            .set(if c.ratio <= 1.0 { 1.0 } else { 0.0 });
+    }
+    m.all_slos_met.set(if r.all_slos_met { 1.0 } else { 0.0 });
+    m.objective_measured.set(r.g);
+    m.objective_predicted.set(r.predicted_g);
+    m.objective_predicted_sigma.set(r.predicted_sigma);
+    m.iterations.inc();
+    m.iteration_seconds.observe(r.iteration_seconds);
+    m.model_seconds.observe(r.model_seconds);
+    for c in &config.classes {
+        let l = class_labels(&c.name, c.dscp.value());
+        let flows = workload
+            .flows
+            .iter()
+            .filter(|f| f.dscp == c.dscp)
+            .map(|f| f.weight)
+            .sum::<f64>();
+        m.workload_flows.get_or_create(&l).set(flows);
+        m.workload_offered_mbps
+            .get_or_create(&l)
+            .set(workload.offered_bps(c.dscp).max(0.0) / 1e6);
+    }
+}
+
+/// Sets the mode gauge.
+pub fn mode(m: &Metrics, mode: Mode) {
+    m.mode_apply.set(if mode == Mode::Apply { 1.0 } else { 0.0 });
+}
+
+/// The snapshot of a persisted state.
+pub fn snapshot(state: &PersistedState, mode: Mode, config_path: &str, gp_samples: usize) -> Snapshot {
+    let start = state.history.len().saturating_sub(200);
+    Snapshot {
+        mode: mode.as_str().into(),
+        iteration: state.iteration,
+        config_in_force: Some(state.config_in_force.clone()),
+        last_good: Some(state.last_good.clone()),
+        gp_samples,
+        history: state.history[start..].to_vec(),
+        samples: admitted_samples(&state.controller),
+        config_path: config_path.into(),
+    }
+}
+
+/// The admitted samples inside a serialised controller (`state.samples.samples` of
+/// polyphony-core's serde form), or `null` when the form has none.
+pub fn admitted_samples(controller: &serde_json::Value) -> serde_json::Value {
+    controller
+        .pointer("/state/samples/samples")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null)
+}

@@ -1,0 +1,205 @@
+//! Bad command-line arguments and bad configuration files: the binary prints exactly one line
+//! naming the flag or the key (and the bad value), exits with code 2, and applies nothing (the
+//! state directory is never created).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_polyphony");
+
+fn scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/scenarios/reference-medium.toml")
+}
+
+fn good_config(state: &Path) -> String {
+    format!(
+        r#"mode = "advise"
+interval_s = 1.0
+state_dir = "{}"
+
+[controller]
+seed = 3
+
+[[classes]]
+name = "AF11"
+dscp = 10
+slo = {{ max_slowdown = 11.0 }}
+
+[[classes]]
+name = "AF21"
+dscp = 18
+slo = {{ max_slowdown = 15.0 }}
+
+[[classes]]
+name = "AF31"
+dscp = 26
+slo = {{ max_slowdown = 20.0 }}
+
+[topology]
+kind = "dumbbell"
+senders = 3
+rate_mbps = 100
+link_delay_us = 2.5
+
+[sli]
+source = "simulated"
+
+[workload]
+source = "scenario"
+scenario = "{}"
+
+[http]
+listen = "127.0.0.1:0"
+"#,
+        state.display(),
+        scenario().display()
+    )
+}
+
+/// Runs the binary; returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().expect("run polyphony");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn assert_one_line_usage_error(args: &[&str], needles: &[&str]) {
+    let (code, _out, err) = run(args);
+    assert_eq!(code, 2, "{args:?}: exit code {code}, stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {n:?} not in {err:?}");
+    }
+}
+
+#[test]
+fn the_shipped_configs_are_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    for f in ["polyphony.toml", "daemon/simulated.toml"] {
+        let p = root.join(f);
+        let (code, out, err) = run(&["daemon", "--config", p.to_str().unwrap(), "--check"]);
+        assert_eq!(code, 0, "{f}: {err}");
+        assert!(out.contains("valid"), "{out}");
+    }
+}
+
+#[test]
+fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let good = good_config(&state);
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (
+            good.replace("interval_s = 1.0", "intervl_s = 1.0"),
+            vec!["intervl_s", ":2:"],
+        ),
+        (
+            good.replace("interval_s = 1.0", "interval_s = -1.0"),
+            vec!["interval_s = -1"],
+        ),
+        (
+            good.replace("max_slowdown = 15.0", "max_slowdown = 0.5"),
+            vec!["classes[1].slo.max_slowdown = 0.5"],
+        ),
+        (good.replace("dscp = 18", "dscp = 10"), vec!["classes[1].dscp = 10"]),
+        (good.replace("dscp = 26", "dscp = 99"), vec!["99"]),
+        (
+            good.replace("seed = 3", "seed = 3\ntrust_radius_init = -1.0"),
+            vec!["controller.trust_radius_init = -1"],
+        ),
+        (good.replace("seed = 3", "seed = 3\nbeta = 5"), vec!["beta"]),
+        (good.replace("mode = \"advise\"", "mode = \"yolo\""), vec!["yolo"]),
+        (
+            good.replace(
+                "source = \"simulated\"",
+                "source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nquery = \"emu_p99\"",
+            ),
+            vec!["sli.query"],
+        ),
+        (
+            good.replace(
+                "source = \"simulated\"",
+                "source = \"prometheus\"\nurl = \"ftp://x\"\nquery = \"q{dscp}\"",
+            ),
+            vec!["sli.url", "ftp://x"],
+        ),
+        (
+            good.replace("reference-medium.toml", "no-such.toml"),
+            vec!["workload.scenario", "no-such.toml"],
+        ),
+        (
+            good.replace(
+                "listen = \"127.0.0.1:0\"",
+                "listen = \"127.0.0.1:0\"\ntoken_file = \"/nonexistent/token\"",
+            ),
+            vec!["http.token_file"],
+        ),
+        (
+            good.replace("mode = \"advise\"", "mode = \"apply\"").replace(
+                "source = \"simulated\"",
+                "source = \"prometheus\"\nurl = \"http://127.0.0.1:1\"\nquery = \"q{dscp}\"",
+            ),
+            vec!["mode", "actuators"],
+        ),
+        (
+            format!("{good}\n[guard]\nmax_objective = 0.0\n"),
+            vec!["guard.max_objective = 0"],
+        ),
+    ];
+    for (i, (text, needles)) in cases.iter().enumerate() {
+        let p = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&p, text).unwrap();
+        for check in [true, false] {
+            let mut args = vec!["daemon", "--config", p.to_str().unwrap()];
+            if check {
+                args.push("--check");
+            }
+            let mut n = needles.clone();
+            n.push(p.to_str().unwrap());
+            assert_one_line_usage_error(&args, &n);
+            assert!(!state.exists(), "case {i}: the state directory was created");
+        }
+    }
+}
+
+#[test]
+fn a_missing_config_file_is_named() {
+    assert_one_line_usage_error(
+        &["daemon", "--config", "/nonexistent/polyphony.toml"],
+        &["/nonexistent/polyphony.toml", "cannot read"],
+    );
+}
+
+#[test]
+fn bad_arguments_name_the_flag() {
+    assert_one_line_usage_error(&["daemon"], &["--config"]);
+    assert_one_line_usage_error(&["demo", "--iterations", "0"], &["--iterations", "0"]);
+    assert_one_line_usage_error(&["demo", "--iterations", "many"], &["--iterations", "many"]);
+    assert_one_line_usage_error(&["demo", "--plot", "out.jpg"], &["--plot", "out.jpg"]);
+    assert_one_line_usage_error(&["demo", "--frobnicate"], &["--frobnicate"]);
+    assert_one_line_usage_error(&["frobnicate"], &["frobnicate"]);
+    assert_one_line_usage_error(
+        &["simulate", "--scenario", scenario().to_str().unwrap(), "--model", "ns3"],
+        &["--model", "ns3"],
+    );
+    assert_one_line_usage_error(
+        &["simulate", "--scenario", "/nonexistent.toml"],
+        &["--scenario", "/nonexistent.toml"],
+    );
+}
+
+#[test]
+fn help_teaches_and_exits_0() {
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("demo") && out.contains("daemon") && out.contains("recommend"),
+        "{out}"
+    );
+    let (code, out, _) = run(&["daemon", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("SIGHUP") && out.contains("--config"), "{out}");
+}

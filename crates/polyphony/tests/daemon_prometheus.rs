@@ -1,0 +1,134 @@
+//! A real Prometheus server (Debian's `/usr/bin/prometheus`) scrapes a daemon running against
+//! the simulated network; a PromQL query over Prometheus' HTTP API returns the per-class ratio
+//! series. Also: the status API, the token on state-changing endpoints, SIGHUP with an invalid
+//! config (refused, daemon keeps running), and a graceful SIGTERM.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const PROMETHEUS: &str = "/usr/bin/prometheus";
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+#[test]
+fn prometheus_scrapes_the_per_class_ratio() {
+    if !Path::new(PROMETHEUS).exists() {
+        eprintln!("skipped: needs {PROMETHEUS} (Debian package prometheus; scripts/test.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("state");
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let cfg = dir.path().join("daemon.toml");
+    let text = simulated_config(
+        &state_dir,
+        "advise",
+        0.2,
+        &format!("token_file = \"{}\"", token.display()),
+    );
+    std::fs::write(&cfg, &text).unwrap();
+    let (mut daemon, addr) = start_daemon(&cfg, &[]);
+
+    // The daemon's own endpoints.
+    let (code, body) = http(&addr, "GET", "/healthz", &[], "");
+    assert_eq!((code, body.trim()), (200, "ok"));
+    let first = poll(Duration::from_secs(300), || {
+        let (c, b) = http(&addr, "GET", "/metrics", &[], "");
+        (c == 200 && b.contains("polyphony_class_ratio{")).then_some(b)
+    })
+    .expect("no per-class ratio on /metrics");
+    assert!(first.contains("polyphony_iteration_seconds_bucket"), "{first}");
+    assert!(first.contains("polyphony_knob{"), "{first}");
+    let (code, status) = http(&addr, "GET", "/v1/status", &[], "");
+    assert_eq!(code, 200);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["mode"], "advise");
+    assert!(
+        status["config_in_force"]["classes"]
+            .as_array()
+            .is_some_and(|c| c.len() == 3),
+        "{status}"
+    );
+
+    // State-changing endpoints: no token → 401, wrong token → 401, right token → 202.
+    let body = r#"{"mode": "advise"}"#;
+    assert_eq!(http(&addr, "POST", "/v1/mode", &[], body).0, 401);
+    assert_eq!(
+        http(&addr, "POST", "/v1/mode", &[("Authorization", "Bearer wrong")], body).0,
+        401
+    );
+    let auth = format!("Bearer {TOKEN}");
+    assert_eq!(
+        http(&addr, "POST", "/v1/mode", &[("Authorization", &auth)], body).0,
+        202
+    );
+    assert_eq!(
+        http(
+            &addr,
+            "POST",
+            "/v1/mode",
+            &[("Authorization", &auth)],
+            r#"{"mode": "yolo"}"#
+        )
+        .0,
+        400
+    );
+
+    // A real Prometheus scraping it every second.
+    let prom_port = free_port();
+    let prom_cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: polyphony\n    static_configs:\n      - targets: [\"{addr}\"]\n"
+        ),
+    )
+    .unwrap();
+    let mut pcmd = Command::new(PROMETHEUS);
+    pcmd.arg(format!("--config.file={}", prom_cfg.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+        .arg("--log.level=warn");
+    let mut prom = ChildGuard::spawn(&mut pcmd);
+    let prom_addr = format!("127.0.0.1:{prom_port}");
+    let series = poll(Duration::from_secs(120), || {
+        let (c, b) = try_http(&prom_addr, "GET", "/api/v1/query?query=polyphony_class_ratio", &[], "")?;
+        if c != 200 {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_str(&b).ok()?;
+        let r = v.pointer("/data/result")?.as_array()?.clone();
+        (r.len() == 3).then_some(r)
+    })
+    .expect("Prometheus never returned the three per-class ratio series");
+    let mut classes: Vec<String> = series
+        .iter()
+        .map(|s| s["metric"]["class"].as_str().unwrap_or("").to_string())
+        .collect();
+    classes.sort();
+    assert_eq!(classes, ["AF11", "AF21", "AF31"]);
+    for s in &series {
+        let v: f64 = s["value"][1].as_str().unwrap().parse().unwrap();
+        assert!(v.is_finite() && v > 0.0, "{s}");
+        assert_eq!(s["metric"]["job"], "polyphony");
+    }
+    prom.signal(libc::SIGTERM);
+    assert!(prom.wait(Duration::from_secs(30)).is_some(), "prometheus did not stop");
+
+    // SIGHUP with an invalid file: refused, still serving.
+    std::fs::write(&cfg, text.replace("interval_s = 0.2", "interval_s = -3")).unwrap();
+    daemon.signal(libc::SIGHUP);
+    let refused = daemon
+        .wait_line("reload refused", Duration::from_secs(120))
+        .expect("no refusal logged");
+    assert!(refused.contains("interval_s = -3"), "{refused}");
+    assert_eq!(http(&addr, "GET", "/healthz", &[], "").0, 200);
+
+    // SIGTERM: graceful exit 0.
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(daemon.wait(Duration::from_secs(300)), Some(0));
+}
