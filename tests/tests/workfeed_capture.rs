@@ -9,8 +9,10 @@
 //! - every finished emu flow is captured exactly once (one sender→receiver flow per connection,
 //!   no flow Workfeed saw that emu did not send), with the exact payload size and the class's DSCP;
 //! - hosts map to the model's ids (senders 0..2, receiver 3);
-//! - duration: Workfeed's SYN→first close vs emu's connect→application ack: at most 1 ms longer
-//!   and at most 6 ms + 10 % shorter (emu stamps the end when its task wakes; see the constants);
+//! - duration: Workfeed's SYN→first close vs emu's connect→application ack: per flow at most
+//!   1 ms longer and at most 20 ms + 10 % shorter (emu stamps the end when its task wakes, late by
+//!   up to 8 ms on this loaded 2-core VM; see the constants), and shorter by under 1 ms at the
+//!   median;
 //! - at 1/4 sampling, weighted per-class bytes are within 4 standard errors of the truth, the
 //!   standard error being the Horvitz–Thompson one, sqrt((1−p)/p · Σ size²) over the class's flows.
 
@@ -33,12 +35,14 @@ const FLOWS: u64 = 600;
 /// Workfeed's duration may be shorter than emu's FCT by this much plus [`EARLY_FRACTION`] of it:
 /// the client socket closes in the kernel when the receiver's ack byte and FIN arrive, while
 /// emu stamps the end when its task wakes up to read that byte (measured 0.1–0.9 ms on an idle
-/// machine, up to 5 ms while other tests load the two cores).
-const EARLY_NS: f64 = 6e6;
+/// machine, up to 8 ms while other tests load the two shared cores).
+const EARLY_NS: f64 = 20e6;
 const EARLY_FRACTION: f64 = 0.1;
 /// … and longer by at most this much (Workfeed opens at SYN_SENT, right after emu's
 /// `connect()` stamp; measured 20–35 µs later).
 const LATE_NS: f64 = 1e6;
+/// The median of (emu FCT − Workfeed duration) over all flows stays below this.
+const MEDIAN_NS: f64 = 1e6;
 
 fn workload() -> Workload {
     let classes = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
@@ -181,6 +185,7 @@ fn workfeed_captures_every_emu_flow_once_and_sampling_reconstructs_bytes() {
         q(0.99),
         q(1.0)
     );
+    assert!(q(0.5) * 1e3 <= MEDIAN_NS, "median FCT − duration {} µs", q(0.5));
     assert!(
         seen.is_empty(),
         "flows Workfeed saw that emu did not log as finished: {seen:?}"

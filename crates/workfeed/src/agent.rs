@@ -226,6 +226,10 @@ impl Agent {
             tokio::select! {
                 _ = &mut shutdown => break,
                 _ = tick.tick() => {
+                    // The probe wakes us only for full batches: collect the stragglers here.
+                    while self.reader.try_read(&mut raw, 1024).records > 0 {
+                        self.forward(&mut raw).await;
+                    }
                     self.sender.flush().await;
                     publish_probe_stats(&self.probe, &self.metrics);
                 }
@@ -238,11 +242,10 @@ impl Agent {
                 }
             }
         }
-        // Drain what the kernel already wrote, then send it.
-        while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(50), self.reader.read(&mut raw, 1024)).await {
-            if n.records == 0 {
-                break;
-            }
+        // Drain what the kernel already wrote, then send it. Bounded in time: while traffic
+        // continues the ring buffer never empties.
+        let until = tokio::time::Instant::now() + Duration::from_millis(200);
+        while tokio::time::Instant::now() < until && self.reader.try_read(&mut raw, 1024).records > 0 {
             self.forward(&mut raw).await;
         }
         self.sender.flush().await;

@@ -235,21 +235,7 @@ impl RecordReader {
     pub async fn read(&mut self, out: &mut Vec<RawRecord>, max: usize) -> Result<ReadCount, LoadError> {
         loop {
             let mut guard = self.fd.readable_mut().await?;
-            let rb = guard.get_inner_mut();
-            let mut n = ReadCount::default();
-            while n.records < max {
-                let Some(item) = rb.next() else { break };
-                match (item.len() == RECORD_SIZE)
-                    .then(|| RawRecord::from_ne_bytes(&item))
-                    .flatten()
-                {
-                    Some(r) => {
-                        out.push(r);
-                        n.records += 1;
-                    }
-                    None => n.skipped += 1,
-                }
-            }
+            let n = drain(guard.get_inner_mut(), out, max);
             if n.records == 0 && n.skipped == 0 {
                 guard.clear_ready();
                 continue;
@@ -257,6 +243,30 @@ impl RecordReader {
             return Ok(n);
         }
     }
+
+    /// Appends up to `max` records already in the ring buffer to `out`, without waiting. The
+    /// probe wakes readers only once a batch has accumulated, so callers also drain on a timer.
+    pub fn try_read(&mut self, out: &mut Vec<RawRecord>, max: usize) -> ReadCount {
+        drain(self.fd.get_mut(), out, max)
+    }
+}
+
+fn drain(rb: &mut RingBuf<MapData>, out: &mut Vec<RawRecord>, max: usize) -> ReadCount {
+    let mut n = ReadCount::default();
+    while n.records < max {
+        let Some(item) = rb.next() else { break };
+        match (item.len() == RECORD_SIZE)
+            .then(|| RawRecord::from_ne_bytes(&item))
+            .flatten()
+        {
+            Some(r) => {
+                out.push(r);
+                n.records += 1;
+            }
+            None => n.skipped += 1,
+        }
+    }
+    n
 }
 
 /// What one [`RecordReader::read`] call returned.

@@ -223,7 +223,10 @@ int wf_set_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		wf_sat48(received) | ((__u64)(tos >> 2) << 48) | ((__u64)flags << 56);
 	rec->start_ns = start_ns;
 	rec->end_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(rec, 0);
+	// Wake the reader only once a batch has accumulated; it also drains on a timer, so a
+	// quiet host's records wait at most one agent flush interval.
+	__u64 pending = bpf_ringbuf_query(&wf_records, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(rec, pending >= WF_WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	wf_count(WF_STAT_EMITTED);
 	return 0;
 }

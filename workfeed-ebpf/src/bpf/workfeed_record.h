@@ -10,6 +10,7 @@
 #define WF_MAX_OPEN_FLOWS 65536
 #define WF_RINGBUF_BYTES (1 << 22) /* 4 MiB: 87 381 records */
 #define WF_MAX_FILTER_ENTRIES 64
+#define WF_WAKEUP_BYTES (32 * 56) /* wake the reader at 32 pending records (48 B + 8 B header) */
 #define WF_MASK48 0xffffffffffffULL
 
 /* wf_config[0] bits */
