@@ -7,7 +7,8 @@
 // alpha <- (1 - g) alpha + g F with g = 1/16 (alpha kept scaled by 1024). On an ECN echo the
 // kernel enters CWR once per window and asks ssthresh: cwnd (1 - alpha / 2).
 // Receiver (RFC 8257 §3.2): ECE echoes the CE state of the data exactly; when that state
-// flips, an immediate ACK carrying the previous state is sent for the data received so far.
+// flips, data not yet acknowledged is acknowledged at once with the previous state, and the
+// packet that flipped it is acknowledged without delay.
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -27,7 +28,6 @@ struct pp_state {
 	__u32 acked_bytes;   /* acked in this window */
 	__u32 marked_bytes;  /* acked with ECE in this window */
 	__u32 alpha;         /* scaled by PP_ALPHA_ONE */
-	__u32 loss_cwnd;     /* cwnd before the last reduction, for undo */
 	__u32 prior_rcv_nxt; /* receiver: rcv_nxt before the data that raised the last event */
 	__u32 ce_state;      /* receiver: CE state of the last data packet */
 };
@@ -60,7 +60,6 @@ void BPF_PROG(pp_init, struct sock *sk)
 	s->prior_una = tp->snd_una;
 	s->prior_rcv_nxt = tp->rcv_nxt;
 	s->alpha = PP_ALPHA_ONE;
-	s->loss_cwnd = 0;
 	s->ce_state = 0;
 	pp_new_window(sk);
 }
@@ -73,7 +72,6 @@ __u32 BPF_PROG(pp_ssthresh, struct sock *sk)
 	__u32 cwnd = tp->snd_cwnd;
 	__u32 cut = (cwnd * s->alpha) >> 11; /* cwnd * alpha / 2 */
 
-	s->loss_cwnd = cwnd;
 	return cwnd - cut > 2 ? cwnd - cut : 2;
 }
 
@@ -108,14 +106,21 @@ static __always_inline void pp_ce_flip(struct sock *sk, __u32 new_state)
 {
 	struct pp_state *s = pp(sk);
 	struct tcp_sock *tp = tcp(sk);
+	struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
 
 	if (s->ce_state != new_state) {
-		/* ACK what arrived under the old state, echoing the old state. */
-		if (s->ce_state)
-			tp->ecn_flags |= PP_ECN_DEMAND_CWR;
-		else
-			tp->ecn_flags &= ~PP_ECN_DEMAND_CWR;
-		bpf_tcp_send_ack(tp, s->prior_rcv_nxt);
+		/* Data received under the old state and not yet acknowledged (a delayed ACK is
+		 * pending) is acknowledged now, echoing the old state. Without pending data no such
+		 * ACK is sent: it would be a duplicate ACK and could trigger fast retransmit. */
+		if (icsk->icsk_ack.pending & ICSK_ACK_TIMER) {
+			if (s->ce_state)
+				tp->ecn_flags |= PP_ECN_DEMAND_CWR;
+			else
+				tp->ecn_flags &= ~PP_ECN_DEMAND_CWR;
+			bpf_tcp_send_ack(tp, s->prior_rcv_nxt);
+		}
+		/* The packet that flipped the state is acknowledged without delay. */
+		icsk->icsk_ack.pending |= ICSK_ACK_NOW;
 		s->ce_state = new_state;
 	}
 	if (new_state)
@@ -138,19 +143,25 @@ SEC("struct_ops")
 void BPF_PROG(pp_set_state, struct sock *sk, __u8 new_state)
 {
 	struct pp_state *s = pp(sk);
+	struct tcp_sock *tp = tcp(sk);
+	__u8 old_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
 
-	/* A loss also halves the window: remember it for undo. */
-	if (new_state == TCP_CA_Loss)
-		s->loss_cwnd = tcp(sk)->snd_cwnd;
+	/* A loss (fast recovery or timeout) is answered like standard TCP (RFC 8257 §3.4): the
+	 * window is halved whatever alpha says. */
+	if ((new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss) && new_state != old_state) {
+		__u32 half = tp->snd_cwnd >> 1;
+
+		tp->snd_ssthresh = half > 2 ? half : 2;
+	}
 }
 
 SEC("struct_ops")
 __u32 BPF_PROG(pp_undo_cwnd, struct sock *sk)
 {
-	struct pp_state *s = pp(sk);
-	__u32 cwnd = tcp(sk)->snd_cwnd;
-
-	return s->loss_cwnd > cwnd ? s->loss_cwnd : cwnd;
+	/* Undo after a reduction judged spurious keeps the current window. Restoring the window
+	 * from before the loss (what Reno does) let flows jump back to windows far above what
+	 * the marks allow on this testbed, overflow the class buffer and lose whole windows. */
+	return tcp(sk)->snd_cwnd;
 }
 
 SEC("struct_ops")

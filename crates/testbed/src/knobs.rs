@@ -252,9 +252,10 @@ pub fn apply(n: &Names, senders: u32, rate: BitsPerSec, cfg: &NetworkConfig) -> 
     Ok(())
 }
 
-/// The receiver's initial receive window (packets): large enough that no initial congestion
-/// window of the knob space (≤ 64) is capped by it.
-pub fn set_receiver_window(n: &Names) -> Result<(), TestbedError> {
+/// The receiver's route: an initial receive window (packets) large enough that no initial
+/// congestion window of the knob space (≤ 64) is capped by it, and `quickack` (no delayed
+/// ACKs: Linux delays them by ≥ 40 ms, 2000 base RTTs here, which stalls small windows).
+pub fn set_receiver_route(n: &Names) -> Result<(), TestbedError> {
     in_ns(
         &n.receiver(),
         "ip",
@@ -268,6 +269,8 @@ pub fn set_receiver_window(n: &Names) -> Result<(), TestbedError> {
             HOST_DEV,
             "initrwnd",
             "128",
+            "quickack",
+            "1",
         ],
     )?;
     Ok(())

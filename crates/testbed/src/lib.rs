@@ -130,7 +130,7 @@ pub fn up(scenario: &Scenario, opts: &TestbedOptions) -> Result<Testbed, Testbed
     drop(lock);
     net::build(&n, senders)?;
     net::set_transport(&n, senders, testbed_ebpf::DCTCP_NAME)?;
-    knobs::set_receiver_window(&n)?;
+    knobs::set_receiver_route(&n)?;
     knobs::build_bottleneck(&n, rate, &cfg)?;
     marker::install(&n)?;
     knobs::apply(&n, senders, rate, &cfg)?;
