@@ -48,8 +48,10 @@ fn tool(var: &str, name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<Vec<u8>, String> {
-    let o = cmd.output().map_err(|e| format!("{what} could not be started: {e}"))?;
+fn run(cmd: &mut Command, what: &str, package: &str) -> Result<Vec<u8>, String> {
+    let o = cmd
+        .output()
+        .map_err(|e| format!("{what} could not be started ({e}): install the Debian package `{package}`"))?;
     if !o.status.success() {
         return Err(format!(
             "{what} failed ({}): {}",
@@ -84,6 +86,7 @@ fn build(out: &Path, obj: &Path) -> Result<(), String> {
             .arg(&btf)
             .args(["format", "c"]),
         "bpftool btf dump",
+        "bpftool",
     )?;
     fs::write(out.join("vmlinux.h"), header).map_err(|e| format!("writing vmlinux.h: {e}"))?;
 
@@ -105,10 +108,11 @@ fn build(out: &Path, obj: &Path) -> Result<(), String> {
             .arg("-o")
             .arg(obj),
         "clang -target bpf",
+        "clang",
     )?;
     // Dropping DWARF keeps the .BTF sections aya needs and shrinks the object ~10x.
     if let Some(strip) = tool("LLVM_STRIP", "llvm-strip") {
-        let _ = run(Command::new(strip).arg("-g").arg(obj), "llvm-strip -g");
+        let _ = run(Command::new(strip).arg("-g").arg(obj), "llvm-strip -g", "llvm");
     }
     Ok(())
 }
