@@ -346,3 +346,65 @@ pub async fn run_aggregator_command(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: WorkfeedCommand,
+    }
+
+    fn parse(args: &[&str]) -> WorkfeedCommand {
+        Cli::try_parse_from(std::iter::once("workfeed").chain(args.iter().copied()))
+            .unwrap()
+            .cmd
+    }
+
+    #[test]
+    fn flags_win_over_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agent.toml");
+        std::fs::write(&file, "aggregator = \"10.0.0.1:7447\"\nsample = 0.5\nports = [7100]\n").unwrap();
+        let WorkfeedCommand::Agent(a) = parse(&["agent", "--config", file.to_str().unwrap(), "--sample", "0.25"])
+        else {
+            panic!("agent expected")
+        };
+        let (cfg, filter) = a.resolve().unwrap().to_config().unwrap();
+        assert_eq!(cfg.aggregator, "10.0.0.1:7447".parse().unwrap());
+        assert_eq!(cfg.sample.get(), 0.25);
+        assert_eq!(filter.server_ports, vec![7100]);
+    }
+
+    #[test]
+    fn bad_settings_say_what_to_do() {
+        let WorkfeedCommand::Agent(a) = parse(&["agent"]) else {
+            panic!()
+        };
+        let e = a.resolve().unwrap().to_config().unwrap_err().to_string();
+        assert!(e.contains("--aggregator"), "{e}");
+        let WorkfeedCommand::Agent(a) = parse(&["agent", "--aggregator", "127.0.0.1:1", "--sample", "2"]) else {
+            panic!()
+        };
+        let e = a.to_config().unwrap_err().to_string();
+        assert!(e.contains("outside (0, 1]"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agg.toml");
+        std::fs::write(&file, "listen = \"0.0.0.0:7447\"\nretention = 5\n").unwrap();
+        let WorkfeedCommand::Aggregator(g) = parse(&["aggregator", "--config", file.to_str().unwrap()]) else {
+            panic!()
+        };
+        let e = g.resolve().unwrap_err().to_string();
+        assert!(e.contains("agg.toml") && e.contains("retention"), "{e}");
+        let key = dir.path().join("key");
+        std::fs::write(&key, "short").unwrap();
+        let WorkfeedCommand::Aggregator(g) = parse(&["aggregator", "--key-file", key.to_str().unwrap()]) else {
+            panic!()
+        };
+        let e = g.to_config().unwrap_err().to_string();
+        assert!(e.contains("at least 16"), "{e}");
+    }
+}
