@@ -57,6 +57,20 @@ pub enum Command {
     /// SLIs, the expected improvement and the reason; with the actuators of the config it also
     /// prints, as a dry run, the exact commands that would change the network.
     Recommend(RecommendArgs),
+    /// Build, inspect or remove the namespace testbed (root): `testbed up|down|status`.
+    ///
+    /// Three sender namespaces, a switch namespace with an HTB tree and the ECN marker at the
+    /// bottleneck, a receiver (docs/testbed.md). Prints JSON.
+    Testbed(testbed::TestbedArgs),
+    /// Replay a flow trace on the testbed with real TCP flows and measure per-class FCT
+    /// slowdowns (root). Prints the per-class summary as JSON.
+    Emu(emu::EmuArgs),
+    /// Workfeed flow capture: `workfeed agent` (eBPF on a host) or `workfeed aggregator` (per rack).
+    Workfeed {
+        /// Which part.
+        #[command(subcommand)]
+        command: workfeed::cli::WorkfeedCommand,
+    },
 }
 
 /// `polyphony daemon`.

@@ -7,6 +7,7 @@ pub mod actuation;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod delegate;
 pub mod demo;
 pub mod http;
 pub mod metrics;
@@ -14,6 +15,7 @@ pub mod model_adapter;
 pub mod network;
 pub mod plot;
 pub mod prom_query;
+pub mod recommend;
 pub mod simulate;
 pub mod state;
 

@@ -52,6 +52,9 @@ fn run(cmd: Command) -> Result<(), Failure> {
         Command::Daemon(a) => polyphony::daemon::main(a),
         Command::Demo(a) => polyphony::demo::main(a),
         Command::Simulate(a) => polyphony::simulate::main(a),
-        Command::Recommend(_) => Err(Failure::Runtime(anyhow::anyhow!("recommend is not wired yet"))),
+        Command::Recommend(a) => polyphony::recommend::main(a),
+        Command::Testbed(a) => polyphony::delegate::testbed(&a),
+        Command::Emu(a) => polyphony::delegate::emu(&a),
+        Command::Workfeed { command } => polyphony::delegate::workfeed(command),
     }
 }

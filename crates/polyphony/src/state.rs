@@ -173,6 +173,12 @@ impl StateDir {
         Ok(StateDir { dir: dir.to_path_buf() })
     }
 
+    /// Opens an existing directory without creating or changing anything (read-only users).
+    pub fn open_existing(dir: &Path) -> Result<StateDir, StateError> {
+        fs::metadata(dir).map_err(io(dir, "open directory"))?;
+        Ok(StateDir { dir: dir.to_path_buf() })
+    }
+
     /// The state file's path.
     pub fn file(&self) -> PathBuf {
         self.dir.join(STATE_FILE)

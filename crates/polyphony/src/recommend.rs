@@ -1,0 +1,231 @@
+//! `polyphony recommend`: one-shot advice. Builds the controller either from a daemon's state
+//! file or from the given samples and current SLIs, runs one proposal with the configured model
+//! on a workload window (a trace, or the configuration's workload source), and prints the next
+//! configuration, the model's per-class SLIs there, ĝ ± σ, the expected improvement and the
+//! reason — plus, when actuators are configured, the dry run of the commands that would change
+//! the network. Never applies anything and never writes the state.
+
+use crate::actuation;
+use crate::cli::RecommendArgs;
+use crate::config::{DaemonConfig, LoadedConfig, WorkloadSource};
+use crate::demo::describe;
+use crate::model_adapter::{network_model, pool, WindowModel};
+use crate::network::{ModelContext, Traffic};
+use crate::state::{PersistedState, StateDir};
+use crate::Failure;
+use anyhow::{anyhow, Context};
+use polyphony_core::{Controller, Observation, Variant};
+use polyphony_spec::{NetworkConfig, SliVector, Workload};
+use serde::Deserialize;
+use std::path::Path;
+use std::sync::Arc;
+
+/// One line of `--samples`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SampleLine {
+    /// The configuration in force during the measurement.
+    pub config: NetworkConfig,
+    /// What was measured.
+    pub slis: SliVector,
+}
+
+fn usage(flag: &str, e: impl std::fmt::Display) -> Failure {
+    Failure::Usage(format!("{flag}: {e}"))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(flag: &str, path: &Path) -> Result<T, Failure> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| usage(flag, format!("{}: cannot read: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| usage(flag, format!("{}:{}: {e}", path.display(), e.line())))
+}
+
+fn read_samples(path: &Path) -> Result<Vec<SampleLine>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage("--samples", format!("{}: cannot read: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let s: SampleLine =
+            serde_json::from_str(line).map_err(|e| usage("--samples", format!("{}:{}: {e}", path.display(), i + 1)))?;
+        s.config
+            .validate()
+            .map_err(|e| usage("--samples", format!("{}:{}: config: {e}", path.display(), i + 1)))?;
+        out.push(s);
+    }
+    if out.is_empty() {
+        return Err(usage("--samples", format!("{}: no samples", path.display())));
+    }
+    Ok(out)
+}
+
+fn read_workload(path: &Path) -> Result<Workload, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage("--workload", format!("{}: cannot read: {e}", path.display())))?;
+    let name = path.display().to_string();
+    if path.extension().is_some_and(|e| e == "csv") {
+        Workload::from_csv(&text, &name)
+    } else {
+        Workload::from_jsonl(&text, &name)
+    }
+    .map_err(|e| usage("--workload", e))
+}
+
+/// Runs the command.
+pub fn main(args: RecommendArgs) -> Result<(), Failure> {
+    let loaded = DaemonConfig::load(&args.config)?;
+    let c = &loaded.config;
+    // The controller and the configuration the advice starts from.
+    let (mut controller, current, iteration) = match (&args.state, &args.samples) {
+        (Some(p), _) => {
+            let dir = if p.is_dir() {
+                p.clone()
+            } else {
+                p.parent().map(Path::to_path_buf).unwrap_or_default()
+            };
+            let state: PersistedState = StateDir::open_existing(&dir)
+                .and_then(|d| d.load())
+                .map_err(|e| usage("--state", e))?
+                .ok_or_else(|| usage("--state", format!("{}: no state.json there", dir.display())))?;
+            let ctl =
+                Controller::from_json(&serde_json::to_string(&state.controller).map_err(|e| usage("--state", e))?)
+                    .map_err(|e| usage("--state", e))?;
+            (ctl, state.config_in_force, state.iteration)
+        }
+        (None, Some(samples)) => {
+            let samples = read_samples(samples)?;
+            let slis_path = args
+                .slis
+                .as_ref()
+                .ok_or_else(|| usage("--slis", "required with --samples"))?;
+            let slis: SliVector = read_json("--slis", slis_path)?;
+            let current = samples
+                .last()
+                .map(|s| s.config.clone())
+                .unwrap_or_else(|| c.initial_config());
+            let mut ctl = Controller::new(
+                &c.classes,
+                &c.knob_space(),
+                c.initial_config(),
+                c.controller.clone(),
+                Variant::FULL,
+            )
+            .map_err(|e| Failure::Usage(format!("{}: {e}", loaded.path.display())))?;
+            let n = samples.len() as u64;
+            for (i, s) in samples.iter().enumerate() {
+                ctl.observe(&Observation {
+                    config: s.config.clone(),
+                    slis: s.slis.clone(),
+                    workload: Some(n),
+                })
+                .map_err(|e| usage("--samples", format!("line {}: {e}", i + 1)))?;
+            }
+            ctl.observe(&Observation {
+                config: current.clone(),
+                slis,
+                workload: Some(n),
+            })
+            .map_err(|e| usage("--slis", e))?;
+            (ctl, current, n)
+        }
+        (None, None) => return Err(usage("--state", "give --state, or --samples with --slis")),
+    };
+    let workload = match &args.workload {
+        Some(p) => read_workload(p)?,
+        None => config_window(&loaded, iteration).map_err(Failure::Runtime)?,
+    };
+    let context = ModelContext::new(&c.topology, c.dscps()).map_err(Failure::Runtime)?;
+    let model = WindowModel::new(
+        network_model(c.model.kind),
+        context,
+        Arc::new(workload),
+        pool(c.model.threads),
+    );
+    let p = controller
+        .propose(&model)
+        .map_err(|e| Failure::Runtime(anyhow!("the controller could not propose: {e}")))?;
+    let dry = match actuation::build(&c.actuators) {
+        Ok(Some(a)) => Some(actuation::dry_run(&a, &current, &p.config).map(|plan| plan.to_string())),
+        Ok(None) => None,
+        Err(e) => Some(Err(e)),
+    };
+    if args.json {
+        let j = serde_json::json!({
+            "current": current,
+            "config": p.config,
+            "predicted_slis": p.model_slis,
+            "g_hat": p.g_hat,
+            "sigma": p.sigma,
+            "expected_improvement": p.expected_improvement,
+            "g_best": p.g_best,
+            "trust_radius": p.trust_radius,
+            "reason": p.reason,
+            "samples": p.samples,
+            "dry_run": dry.as_ref().map(|d| match d {
+                Ok(text) => serde_json::json!({"commands": text}),
+                Err(e) => serde_json::json!({"error": format!("{e:#}")}),
+            }),
+        });
+        println!("{j}");
+        return Ok(());
+    }
+    println!("current:     {}", describe(&current));
+    println!("recommended: {}", describe(&p.config));
+    let num = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.3}"));
+    println!(
+        "predicted objective ĝ = {} ± {}, expected improvement {} over the best measured {} ({} samples)",
+        num(p.g_hat),
+        num(p.sigma),
+        num(p.expected_improvement),
+        num(p.g_best),
+        p.samples
+    );
+    println!("reason: {}", p.reason.text);
+    if let Some(s) = &p.model_slis {
+        println!(
+            "model ({}) per-class p99 slowdown at the recommended configuration:",
+            c.model.kind.as_str()
+        );
+        for k in &c.classes {
+            let v = s.get(k.dscp).and_then(|x| x.at(k.slo.percentile));
+            println!(
+                "  {:<6} {:>8}  SLO {:>6}",
+                k.name,
+                v.map_or("–".into(), |v| format!("{v:.2}")),
+                k.slo.max_slowdown
+            );
+        }
+    }
+    match dry {
+        None => println!("dry run: no actuators configured"),
+        Some(Ok(text)) if text.trim().is_empty() => println!("dry run: nothing to change"),
+        Some(Ok(text)) => println!("dry run (not applied):\n{text}"),
+        Some(Err(e)) => println!("dry run unavailable: {e:#}"),
+    }
+    Ok(())
+}
+
+/// A workload window from the configuration's source (a trace, or a sample of the scenario).
+fn config_window(loaded: &LoadedConfig, iteration: u64) -> anyhow::Result<Workload> {
+    match &loaded.config.workload {
+        WorkloadSource::Scenario { .. } => {
+            let s = loaded.scenario.clone().ok_or_else(|| anyhow!("the scenario was not loaded"))?;
+            Traffic::new(s)?.interval_workload(iteration, loaded.config.controller.seed)
+        }
+        WorkloadSource::Trace { path } => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            let name = path.display().to_string();
+            if path.extension().is_some_and(|e| e == "csv") {
+                Workload::from_csv(&text, &name)
+            } else {
+                Workload::from_jsonl(&text, &name)
+            }
+            .map_err(|e| anyhow!("{e}"))
+        }
+        WorkloadSource::Workfeed { .. } => Err(anyhow!(
+            "the config's workload comes from Workfeed, which a one-shot command cannot listen to: pass --workload TRACE"
+        )),
+    }
+}

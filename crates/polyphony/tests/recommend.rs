@@ -1,0 +1,88 @@
+//! `polyphony recommend`: advice from a daemon's state (never writing it) and from given samples
+//! with a dry run of the shipped testbed actuators.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn recommend_from_state_and_from_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("state");
+    let cfg = dir.path().join("daemon.toml");
+    std::fs::write(&cfg, simulated_config(&state_dir, "apply", 0.05, "")).unwrap();
+    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "2"]);
+    assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
+    let before = std::fs::read(state_dir.join("state.json")).unwrap();
+
+    let out = Command::new(BIN)
+        .args(["recommend", "--json", "--config"])
+        .arg(&cfg)
+        .arg("--state")
+        .arg(&state_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let next: polyphony_spec::NetworkConfig = serde_json::from_value(j["config"].clone()).unwrap();
+    next.validate().unwrap();
+    assert!(j["reason"]["text"].as_str().is_some_and(|t| !t.is_empty()), "{j}");
+    assert!(
+        j["g_hat"].as_f64().is_some() && j["expected_improvement"].as_f64().is_some(),
+        "{j}"
+    );
+    assert_eq!(j["predicted_slis"]["classes"].as_array().map(Vec::len), Some(3), "{j}");
+    assert_eq!(
+        std::fs::read(state_dir.join("state.json")).unwrap(),
+        before,
+        "recommend wrote the state"
+    );
+
+    // From samples, with the testbed config's actuators rendered as a dry run.
+    let state = read_state(&state_dir).unwrap();
+    let mut lines = String::new();
+    let mut last = None;
+    for r in state["history"].as_array().unwrap() {
+        let slis = serde_json::json!({"classes": r["classes"].as_array().unwrap().iter().map(|c| serde_json::json!({
+            "dscp": c["dscp"], "flows": 100, "p50": c["sli"], "p99": c["sli"], "p999": c["sli"], "mean": c["sli"]
+        })).collect::<Vec<_>>()});
+        lines.push_str(&serde_json::json!({"config": r["measured_config"], "slis": slis}).to_string());
+        lines.push('\n');
+        last = Some(slis);
+    }
+    std::fs::write(dir.path().join("samples.jsonl"), lines).unwrap();
+    std::fs::write(dir.path().join("slis.json"), last.unwrap().to_string()).unwrap();
+    let testbed_cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/polyphony.toml");
+    let out = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(&testbed_cfg)
+        .arg("--samples")
+        .arg(dir.path().join("samples.jsonl"))
+        .arg("--slis")
+        .arg(dir.path().join("slis.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("recommended: w="), "{text}");
+    assert!(text.contains("dry run (not applied)"), "{text}");
+    assert!(text.contains("tc -n pp-sw class change dev rx"), "{text}");
+
+    // A malformed sample line is named, exit 2.
+    std::fs::write(dir.path().join("bad.jsonl"), "{\"config\": 3}\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(&cfg)
+        .arg("--samples")
+        .arg(dir.path().join("bad.jsonl"))
+        .arg("--slis")
+        .arg(dir.path().join("slis.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--samples") && err.contains("bad.jsonl:1"), "{err}");
+}
