@@ -528,3 +528,60 @@ async fn sink_conn(mut s: tokio::net::TcpStream) {
     let _ = s.write_all(&[1u8]).await;
     let _ = s.shutdown().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyphony_spec::{BitsPerSec, FlowId, HostId};
+
+    fn plan() -> EmuPlan {
+        EmuPlan::new(
+            Hosts {
+                prefix: "ppt".into(),
+                senders: 3,
+            },
+            vec![(Dscp::AF11, "AF11".into())],
+            IdealFct::tcp(Nanos(20_000), BitsPerSec::from_mbps(100)),
+            Nanos::SECOND,
+        )
+    }
+
+    fn wl(src: u32, dst: u32, dscp: Dscp) -> Workload {
+        let f = Flow {
+            id: FlowId(7),
+            src: HostId(src),
+            dst: HostId(dst),
+            dscp,
+            size: Bytes(1000),
+            start: Nanos(0),
+            weight: 1.0,
+        };
+        Workload::new(vec![f], Nanos(0)).unwrap()
+    }
+
+    #[test]
+    fn flows_the_testbed_cannot_carry_are_refused_before_any_traffic() {
+        let d = Nanos::SECOND;
+        let o = EmuOutputs::default();
+        let e = run(&plan(), &wl(5, 3, Dscp::AF11), d, &o)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.starts_with("flow 7.src = 5"), "{e}");
+        let e = run(&plan(), &wl(0, 1, Dscp::AF11), d, &o)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.starts_with("flow 7.dst = 1"), "{e}");
+        let e = run(&plan(), &wl(0, 3, Dscp::AF21), d, &o)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.starts_with("flow 7.dscp = 18"), "{e}");
+        let e = run(&plan(), &wl(0, 3, Dscp::AF11), Nanos(0), &o)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.starts_with("duration"), "{e}");
+    }
+}

@@ -28,11 +28,25 @@ pub fn quanta(weights: &[f64]) -> Vec<u64> {
         .collect()
 }
 
+/// Runs `tc -n <ns> <words…>` (the words contain no spaces).
+fn tc_in(ns: &str, words: &str) -> Result<String, TestbedError> {
+    let mut a = vec!["-n", ns];
+    a.extend(words.split_whitespace());
+    run("tc", &a)
+}
+
+/// Creates or replaces HTB class `classid` under `parent` at the bottleneck.
+fn htb_class(sw: &str, parent: &str, classid: &str, rate: u64, ceil: u64, quantum: u64) -> Result<(), TestbedError> {
+    let w = format!(
+        "class replace dev {BOTTLENECK_DEV} parent {parent} classid {classid} htb rate {rate}bit ceil {ceil}bit quantum {quantum}"
+    );
+    tc_in(sw, &w).map(|_| ())
+}
+
 /// Creates the root HTB, the parent and default classes and one class, leaf and filter per DSCP.
 pub fn build_bottleneck(n: &Names, rate: BitsPerSec, cfg: &NetworkConfig) -> Result<(), TestbedError> {
     let sw = n.switch();
     let dev = BOTTLENECK_DEV;
-    let r = format!("{}bit", rate.0);
     // HTB cannot "change" itself: replace only when the root is not our HTB already.
     let root = run("tc", &["-n", &sw, "qdisc", "show", "dev", dev, "root"]).unwrap_or_default();
     if !root.contains("htb 1: root") {
@@ -43,81 +57,26 @@ pub fn build_bottleneck(n: &Names, rate: BitsPerSec, cfg: &NetworkConfig) -> Res
             ],
         )?;
     }
-    run(
-        "tc",
-        &[
-            "-n",
-            &sw,
-            "class",
-            "replace",
-            "dev",
-            dev,
-            "parent",
-            "1:",
-            "classid",
-            "1:1",
-            "htb",
-            "rate",
-            &r,
-            "ceil",
-            &r,
-            "quantum",
-            &MIN_QUANTUM.to_string(),
-        ],
-    )?;
-    let dflt = format!("{}bit", (rate.0 / 100).max(8_000));
-    run(
-        "tc",
-        &[
-            "-n",
-            &sw,
-            "class",
-            "replace",
-            "dev",
-            dev,
-            "parent",
-            "1:1",
-            "classid",
-            DEFAULT_CLASS,
-            "htb",
-            "rate",
-            &dflt,
-            "ceil",
-            &r,
-            "quantum",
-            &MIN_QUANTUM.to_string(),
-        ],
+    htb_class(&sw, "1:", "1:1", rate.0, rate.0, MIN_QUANTUM)?;
+    htb_class(
+        &sw,
+        "1:1",
+        DEFAULT_CLASS,
+        (rate.0 / 100).max(8_000),
+        rate.0,
+        MIN_QUANTUM,
     )?;
     set_weights(n, rate, cfg)?;
     // Filters: start from none, then one u32 match per class.
     let _ = run("tc", &["-n", &sw, "filter", "del", "dev", dev, "parent", "1:"]);
     for c in &cfg.classes {
         set_buffer(n, c.dscp, c.buffer.unwrap_or(DEFAULT_BUFFER))?;
-        run(
-            "tc",
-            &[
-                "-n",
-                &sw,
-                "filter",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                "1:",
-                "protocol",
-                "ip",
-                "prio",
-                "1",
-                "u32",
-                "match",
-                "ip",
-                "dsfield",
-                &dsfield(c.dscp),
-                "0xfc",
-                "flowid",
-                &class_id(c.dscp),
-            ],
-        )?;
+        let f = format!(
+            "filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip dsfield {} 0xfc flowid {}",
+            dsfield(c.dscp),
+            class_id(c.dscp)
+        );
+        tc_in(&sw, &f)?;
     }
     Ok(())
 }
@@ -126,7 +85,6 @@ pub fn build_bottleneck(n: &Names, rate: BitsPerSec, cfg: &NetworkConfig) -> Res
 pub fn set_weights(n: &Names, rate: BitsPerSec, cfg: &NetworkConfig) -> Result<(), TestbedError> {
     let ws: Vec<f64> = cfg.classes.iter().map(|c| c.weight).collect();
     let qs = quanta(&ws);
-    let ceil = format!("{}bit", rate.0);
     for (c, q) in cfg.classes.iter().zip(qs) {
         if !(c.weight.is_finite() && c.weight > 0.0 && c.weight <= 1.0) {
             return Err(TestbedError::invalid(
@@ -135,29 +93,8 @@ pub fn set_weights(n: &Names, rate: BitsPerSec, cfg: &NetworkConfig) -> Result<(
                 "a weight is a share in (0, 1]",
             ));
         }
-        let cr = format!("{}bit", ((c.weight * rate.0 as f64).round() as u64).max(8_000));
-        run(
-            "tc",
-            &[
-                "-n",
-                &n.switch(),
-                "class",
-                "replace",
-                "dev",
-                BOTTLENECK_DEV,
-                "parent",
-                "1:1",
-                "classid",
-                &class_id(c.dscp),
-                "htb",
-                "rate",
-                &cr,
-                "ceil",
-                &ceil,
-                "quantum",
-                &q.to_string(),
-            ],
-        )?;
+        let cr = ((c.weight * rate.0 as f64).round() as u64).max(8_000);
+        htb_class(&n.switch(), "1:1", &class_id(c.dscp), cr, rate.0, q)?;
     }
     Ok(())
 }

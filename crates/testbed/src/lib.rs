@@ -214,3 +214,42 @@ pub fn attach(prefix: &str) -> Result<Testbed, TestbedError> {
     let state = InstanceState::read(&names)?;
     Ok(Testbed { names, state })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEAF: &str = r#"
+name = "ls"
+interval_s = 12.0
+[topology]
+kind = "leaf_spine"
+racks = 2
+hosts_per_rack = 2
+spines = 1
+host_rate_mbps = 100
+fabric_rate_mbps = 100
+link_delay_us = 1
+[[classes]]
+name = "AF11"
+dscp = 10
+slo = { max_slowdown = 11.0 }
+[[mix]]
+dscp = 10
+size_cdf = "meta-cache"
+load = 0.2
+"#;
+
+    #[test]
+    fn leaf_spine_scenarios_are_refused_with_the_reason() {
+        let sc = Scenario::from_toml(LEAF, "ls.toml").unwrap();
+        let e = up(&sc, &TestbedOptions::new("ppt")).unwrap_err().to_string();
+        assert!(e.contains("topology.kind") && e.contains("dumbbell"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_prefix_is_refused_before_anything_is_touched() {
+        let e = down("../etc").unwrap_err().to_string();
+        assert!(e.starts_with("prefix"), "{e}");
+    }
+}
