@@ -68,20 +68,29 @@ fn lower_k_cuts_the_p99_of_a_loaded_dctcp_class() {
     let tb = testbed::up(&sc, &testbed::TestbedOptions::new("ppt4")).expect("up");
     // AF11: two long DCTCP flows keep its queue loaded; small AF11 flows measure it.
     let mut flows = bulk(1_000_000, Dscp::AF11, &[0, 1]);
-    flows.extend(small_flows(0, Dscp::AF11, 2, 5.0, 0.02));
+    flows.extend(small_flows(0, Dscp::AF11, 2, 4.0, 0.01));
     let wl = Workload::new(flows, polyphony_spec::Nanos(0)).expect("workload");
-    let mut p99 = Vec::new();
-    for k in [300_000u64, 30_000] {
-        testbed::knobs::set_ecn_threshold(&tb.names, Dscp::AF11, Bytes(k), tb.state.rate).expect("bpftool");
-        let r = run(&tb, &wl, 5.0);
+    // Each K twice, alternating; the best of the two p99s per K is compared, because on this
+    // shared machine a CPU stall can inflate one run's tail (stalls only ever add delay).
+    let ks = [300_000u64, 30_000];
+    let mut best = [f64::INFINITY; 2];
+    for round in 0..4 {
+        let i = round % 2;
+        testbed::knobs::set_ecn_threshold(&tb.names, Dscp::AF11, Bytes(ks[i]), tb.state.rate).expect("bpftool");
+        let r = run(&tb, &wl, 4.0);
         let p = p99_small(&r, Dscp::AF11, 20_000);
         let st = tb.status().expect("status");
-        let c = st.classes.iter().find(|c| c.handle == "1:10").cloned();
-        let m = st.marker.iter().find(|m| m.dscp == 10).copied();
-        println!("K = {k} B: p99 slowdown of small AF11 flows = {p:.1}; class {c:?}; marker {m:?}");
-        p99.push(p);
+        let drops = st.classes.iter().find(|c| c.handle == "1:10").map_or(0, |c| c.drops);
+        println!(
+            "K = {} B: p99 slowdown of small AF11 flows = {p:.1} (class drops so far {drops})",
+            ks[i]
+        );
+        best[i] = best[i].min(p);
     }
-    assert!(p99[1] < p99[0], "lower K did not cut the p99: {p99:?}");
+    assert!(
+        best[1] < best[0],
+        "lower K did not cut the p99: best of two at K = {ks:?}: {best:?}"
+    );
 }
 
 #[test]
