@@ -92,10 +92,7 @@ pub fn run(
 ) -> Result<Trace, CoreError> {
     let params = ControllerParams { seed, ..params.clone() };
     let mut tuner = make_tuner(name, problem, &params)?;
-    let model = SyntheticModel {
-        problem: problem.clone(),
-        cost: std::time::Duration::ZERO,
-    };
+    let model = SyntheticModel::new(problem.clone(), std::time::Duration::ZERO);
     let objective = Objective::new(&problem.classes, params.lse_sharpness, params.fairness_weight)?;
     // Measurement noise depends on the seed only, so every tuner sees the same noise sequence.
     let mut noise = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xA5A5_5A5A);
@@ -165,6 +162,8 @@ pub struct Row {
     pub median_fairness: f64,
     /// Median over runs of mean model evaluations per proposal.
     pub median_evaluations: f64,
+    /// Median number of iterations in which some measured SLO was violated.
+    pub median_violations: f64,
 }
 
 /// Summarises traces: `traces[tuner][seed]`.
@@ -203,7 +202,12 @@ pub fn summarise(names: &[String], traces: &[Vec<Trace>]) -> Vec<Row> {
                 .iter()
                 .map(|t| t.evaluations.iter().sum::<usize>() as f64 / t.evaluations.len().max(1) as f64)
                 .collect();
+            let mut viol: Vec<f64> = runs
+                .iter()
+                .map(|t| t.ratios.iter().filter(|r| r.iter().any(|v| *v > 1.0)).count() as f64)
+                .collect();
             Row {
+                median_violations: median(&mut viol).unwrap_or(f64::NAN),
                 name: name.clone(),
                 converged: (converged, runs.len()),
                 median_convergence: mc,
@@ -219,16 +223,17 @@ pub fn summarise(names: &[String], traces: &[Vec<Trace>]) -> Vec<Row> {
 /// The rows as a Markdown table.
 pub fn markdown(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| tuner | converged runs | median convergence iteration | median regret | median final J | median fairness | model evals / proposal |\n|---|---|---|---|---|---|---|\n",
+        "| tuner | converged runs | median convergence iteration | median violating iterations | median regret | median final J | median fairness | model evals / proposal |\n|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         s += &format!(
-            "| {} | {}/{} | {} | {:.2} | {:.3} | {:.2} | {:.0} |\n",
+            "| {} | {}/{} | {} | {:.1} | {:.2} | {:.3} | {:.2} | {:.0} |\n",
             r.name,
             r.converged.0,
             r.converged.1,
             r.median_convergence
                 .map_or("never (median)".into(), |c| format!("{c:.1}")),
+            r.median_violations,
             r.median_regret,
             r.median_final,
             r.median_fairness,

@@ -147,18 +147,34 @@ pub fn ratios_at(s: &Shape, x: &[f64]) -> Vec<f64> {
 }
 
 /// The biased model as a [`PerformanceModel`], optionally burning `cost` of CPU per
-/// configuration (to stand in for a simulator's run time in the criterion benchmark).
-#[derive(Debug, Clone)]
+/// configuration (to stand in for a simulator's run time in the criterion benchmark). The
+/// wall time spent inside `predict` is added to `spent` (nanoseconds), so a benchmark can
+/// subtract the model's real time — including any preemption — from a proposal's.
+#[derive(Debug, Clone, Default)]
 pub struct SyntheticModel {
     /// The problem.
     pub problem: Problem,
     /// Busy-wait per evaluated configuration.
     pub cost: std::time::Duration,
+    /// Nanoseconds spent inside `predict` so far.
+    pub spent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SyntheticModel {
+    /// The model with a busy-wait of `cost` per configuration.
+    pub fn new(problem: Problem, cost: std::time::Duration) -> SyntheticModel {
+        SyntheticModel {
+            problem,
+            cost,
+            spent: Default::default(),
+        }
+    }
 }
 
 impl PerformanceModel for SyntheticModel {
     fn predict(&self, configs: &[NetworkConfig], _crn_seed: u64) -> Result<Vec<SliVector>, ModelError> {
-        Ok(configs
+        let start = std::time::Instant::now();
+        let out = configs
             .iter()
             .map(|c| {
                 if !self.cost.is_zero() {
@@ -169,7 +185,10 @@ impl PerformanceModel for SyntheticModel {
                 }
                 self.problem.slis(&self.problem.ratios(&MODEL, c))
             })
-            .collect())
+            .collect();
+        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.spent.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+        Ok(out)
     }
 }
 

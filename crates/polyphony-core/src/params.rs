@@ -88,9 +88,10 @@ pub struct ControllerParams {
     /// together with the kernel: 0.01 (nearly noise-free residual), 0.1, 0.5 (noise as large
     /// as half the residual's variation — p99 slowdowns over one interval are that noisy).
     pub gp_nuggets: Vec<f64>,
-    /// Re-run the kernel/mean/nugget selection (8 kernel×mean pairs × the nuggets, BIC) every this many proposals; in
+    /// Re-run the kernel/mean/nugget selection (8 kernel×mean pairs, then the winner at each
+    /// other nugget: 10 fits by BIC) every this many proposals; in
     /// between only the selected candidate is refitted, warm-started. 5: see docs/controller.md
-    /// (fitting all 24 candidates every time costs ~24× a refit and the choice rarely changes).
+    /// (a selection costs ~10 refits and the choice rarely changes between proposals).
     pub gp_reselect_every: u32,
     /// Cobyla evaluations per hyperparameter fit. 60: a warm-started fit converges in far
     /// fewer; the cap bounds the worst case.
