@@ -73,6 +73,8 @@ pub struct RunStats {
     pub marked: u64,
     /// Events processed.
     pub events: u64,
+    /// Retransmission timeouts that fired (pktsim).
+    pub timeouts: u64,
     /// Network time simulated.
     pub sim_time: Nanos,
 }

@@ -194,8 +194,8 @@ impl fmt::Display for SimulateReport {
         if st.packets > 0 {
             writeln!(
                 f,
-                "packets {} · marked {} · dropped {}",
-                st.packets, st.marked, st.dropped
+                "packets {} · marked {} · dropped {} · retransmission timeouts {}",
+                st.packets, st.marked, st.dropped, st.timeouts
             )?;
         }
         Ok(())

@@ -244,3 +244,22 @@ fn a_flow_of_an_unconfigured_class_is_refused() {
     let e = PktSim::default().run(&input, &c).unwrap_err().to_string();
     assert!(e.contains("DSCP 18"), "{e}");
 }
+
+#[test]
+fn a_window_the_nic_limits_does_not_grow_into_a_burst() {
+    // Two classes share sender 0's NIC, so neither is window-limited until the short flow ends;
+    // the long flow's window must not have grown meanwhile (congestion-window validation).
+    let c = cfg(&[(Dscp::AF11, 0.5), (Dscp::AF21, 0.5)], 30_000, 10);
+    let flows = vec![
+        flow(0, 0, Dscp::AF11, 20_000_000, 0),
+        flow(1, 0, Dscp::AF21, 5_000_000, 0),
+    ];
+    let r = run(flows, vec![Dscp::AF11, Dscp::AF21], &c, PktSimOptions::default());
+    let port = r.ports.iter().find(|p| p.link == 7).unwrap();
+    assert!(
+        port.max_queue[0] < 100_000,
+        "AF11 queue peaked at {} B",
+        port.max_queue[0]
+    );
+    assert_eq!(r.conservation.dropped, 0);
+}

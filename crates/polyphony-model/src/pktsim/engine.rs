@@ -86,6 +86,8 @@ struct Fl {
     deadline: u64,
     timer_at: u64,
     syn_time: u64,
+    /// Data bytes of this flow sitting in its sender's NIC queue (TCP small queues).
+    nic_bytes: u32,
     // receiver side
     rcv_nxt: u32,
     ooo: Vec<u64>,
@@ -104,6 +106,8 @@ struct Sim<'a> {
     class_limit: Vec<Option<u64>>,
     k_bytes: Vec<u64>,
     opts: &'a PktSimOptions,
+    /// Per-link TSQ limit in bytes (meaningful for host NICs).
+    tsq: Vec<u32>,
     win: (u64, u64),
     created: u64,
     delivered: u64,
@@ -111,6 +115,7 @@ struct Sim<'a> {
     marked: u64,
     host_pkts: u64,
     events: u64,
+    timeouts: u64,
     open_flows: usize,
 }
 
@@ -161,6 +166,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
                 deadline: 0,
                 timer_at: 0,
                 syn_time: 0,
+                nic_bytes: 0,
                 rcv_nxt: 0,
                 ooo: Vec::new(),
                 done_at: 0,
@@ -183,6 +189,14 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         class_limit: prep.classes.iter().map(|c| c.buffer).collect(),
         k_bytes: prep.classes.iter().map(|c| c.ecn_k).collect(),
         opts,
+        tsq: topo
+            .links()
+            .iter()
+            .map(|l| {
+                let per_ms = l.rate.0 / 8 / 1000 * opts.tsq_window.0 / Nanos::MILLI.0;
+                per_ms.max(2 * (MSS + HEADER_BYTES)).min(u32::MAX as u64) as u32
+            })
+            .collect(),
         win: (opts.stats_window.0 .0, opts.stats_window.1 .0),
         created: 0,
         delivered: 0,
@@ -190,6 +204,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         marked: 0,
         host_pkts: 0,
         events: 0,
+        timeouts: 0,
         open_flows: 0,
     };
     let starts: Vec<u64> = input.workload.flows.iter().map(|f| f.start.0).collect();
@@ -251,6 +266,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         dropped: sim.dropped,
         marked: sim.marked,
         events: sim.events,
+        timeouts: sim.timeouts,
         ..RunStats::default()
     };
     let output = finish(input, &fct, None, Nanos(end), stats);
@@ -312,6 +328,9 @@ impl Sim<'_> {
             APPACK => HEADER_BYTES + 1,
             _ => HEADER_BYTES,
         };
+        if kind == DATA {
+            self.flows[flow as usize].nic_bytes += wire as u32;
+        }
         let i = self.alloc(Pkt {
             t_enq: 0,
             flow,
@@ -384,8 +403,17 @@ impl Sim<'_> {
         port.busy = true;
         let ser = port.ser(p.wire as u64);
         let delay = port.delay;
+        let host_data = !port.switch && p.kind == DATA && p.hop == 0;
+        let (flow, wire) = (p.flow, p.wire as u32);
         self.push_ev(now + ser, EV_TXDONE, link as u32);
         self.push_ev(now + ser + delay, EV_ARRIVE, i);
+        if host_data {
+            let f = &mut self.flows[flow as usize];
+            f.nic_bytes = f.nic_bytes.saturating_sub(wire);
+            if f.state == St::Open {
+                self.try_send(flow);
+            }
+        }
     }
 
     /// A packet reached the far end of its current link.
@@ -442,6 +470,7 @@ impl Sim<'_> {
             return;
         }
         // Retransmission timeout.
+        self.timeouts += 1;
         f.ssthresh = (f.cwnd / 2.0).max(2.0);
         f.cwnd = 1.0;
         f.nxt = f.una;
@@ -506,6 +535,14 @@ impl Sim<'_> {
         }
         if ack > f.una {
             let newly = ack - f.una;
+            // Congestion-window validation (RFC 7661, Linux's tcp_is_cwnd_limited): the window
+            // only grows while it is what limits the sender, not the NIC or the application.
+            let in_flight = (f.nxt - f.una) as f64;
+            let cwnd_limited = if f.cwnd < f.ssthresh {
+                f.cwnd < 2.0 * in_flight
+            } else {
+                in_flight + 1.0 >= f.cwnd
+            };
             f.acked_win += newly;
             if ece {
                 f.marked_win += newly;
@@ -540,7 +577,7 @@ impl Sim<'_> {
                     f.rtt_time = 0;
                     self.send(flow, DATA, u, false);
                 }
-            } else {
+            } else if cwnd_limited {
                 let f = &mut self.flows[flow as usize];
                 if f.cwnd < f.ssthresh {
                     f.cwnd += newly as f64;
@@ -595,9 +632,10 @@ impl Sim<'_> {
     fn try_send(&mut self, flow: u32) {
         let now = self.now;
         loop {
+            let tsq = self.tsq[self.flows[flow as usize].fwd.links()[0] as usize];
             let f = &mut self.flows[flow as usize];
             let wnd = f.cwnd.max(1.0) as u32;
-            if f.nxt >= f.n || f.nxt - f.una >= wnd {
+            if f.nxt >= f.n || f.nxt - f.una >= wnd || f.nic_bytes >= tsq {
                 break;
             }
             let s = f.nxt;

@@ -10,10 +10,13 @@
 //!   whose length (including the packet) exceeds K; [`Marking::Sojourn`] sets CE on a data packet
 //!   leaving a switch queue after waiting longer than K·8/C (the testbed's tc-BPF marker).
 //! * **Senders** run DCTCP (RFC 8257): α EWMA with g = 1/16 per window of data, cwnd cut by α/2
-//!   at most once per window on ECE, slow start from the class's initcwnd, NewReno fast
+//!   at most once per window on ECE, slow start from the class's initcwnd (the window grows only
+//!   while it limits the sender: RFC 7661 / Linux's `tcp_is_cwnd_limited`), NewReno fast
 //!   retransmit on three duplicate ACKs, RTO with a minimum (Linux: 200 ms) and exponential
 //!   back-off, go-back-N after a timeout. The receiver ACKs every segment, echoes CE in ECE,
-//!   and buffers out-of-order segments.
+//!   and buffers out-of-order segments. A sender keeps at most about 1 ms of its NIC's line
+//!   rate queued at the NIC (Linux's TCP small queues, [`PktSimOptions::tsq_window`]); without
+//!   it a window that the switch never marks would pile up in the host's unmarked queue.
 //! * **A flow's life**: SYN → SYN-ACK → data → the receiver's one-byte application ack of the
 //!   last byte, which is also the final cumulative ACK. The FCT runs from the SYN's creation to
 //!   the sender receiving that ack (the definition in `polyphony_spec::IdealFct`).
@@ -61,6 +64,10 @@ pub struct PktSimOptions {
     pub drr_quantum: Bytes,
     /// Window `[from, until)` over which port statistics are gathered.
     pub stats_window: (Nanos, Nanos),
+    /// TCP small queues: a flow keeps at most this much of its NIC's line rate (and at least
+    /// two full packets) queued at its sender's NIC; the rest waits in the socket (Linux:
+    /// about 1 ms of the pacing rate).
+    pub tsq_window: Nanos,
 }
 
 impl Default for PktSimOptions {
@@ -74,6 +81,7 @@ impl Default for PktSimOptions {
             dctcp_g: 1.0 / 16.0,
             drr_quantum: Bytes(1514),
             stats_window: (Nanos(0), Nanos(u64::MAX)),
+            tsq_window: Nanos::MILLI,
         }
     }
 }
