@@ -19,8 +19,20 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     let mut registry = Registry::default();
+    // SIGINT or SIGTERM (what systemd sends) stop the command; the agent then drains and
+    // detaches the probe.
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
     };
     match cli.command {
         WorkfeedCommand::Agent(a) => run_agent_command(a, &mut registry, shutdown).await?,
