@@ -5,49 +5,20 @@
 //! `cargo bench -p polyphony-bench --bench propose -- --warm-up-time 1 --measurement-time 10`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use polyphony_bench::synthetic::{Problem, SyntheticModel, TRUTH};
-use polyphony_core::{default_initial, Controller, ControllerParams, LocalSolver, Observation, Variant};
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use polyphony_bench::harness::primed_controller;
+use polyphony_bench::synthetic::{Problem, SyntheticModel};
+use polyphony_core::{Controller, ControllerParams, LocalSolver};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// A controller holding 50 admitted samples spread over the space.
 fn primed(solver: LocalSolver, reselect_every: u32) -> Controller {
-    let problem = Problem::new(0.05);
     let params = ControllerParams {
         acq_solver: solver,
         gp_reselect_every: reselect_every,
         ..ControllerParams::default()
     };
-    let init = default_initial(&problem.classes);
-    let mut c = Controller::new(&problem.classes, &problem.knobs, init, params, Variant::FULL).expect("valid");
-    let quick = SyntheticModel::new(problem.clone(), Duration::ZERO);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-    let mut noise = Xoshiro256PlusPlus::seed_from_u64(2);
-    let space = problem.space.clone();
-    while c.samples() < 50 {
-        let z: Vec<f64> = (0..9)
-            .map(|i| {
-                if i < 6 {
-                    rng.gen::<f64>()
-                } else {
-                    rng.gen::<f64>() * 2.0 - 1.0
-                }
-            })
-            .collect();
-        let cfg = space.config_of(&space.point_of(&z), c.initial()).expect("valid");
-        let (_, slis) = problem.measure(&cfg, &mut noise);
-        c.observe(&Observation {
-            config: cfg,
-            slis,
-            workload: None,
-        })
-        .expect("observe");
-        c.propose(&quick).expect("propose");
-    }
-    let _ = TRUTH;
-    c
+    primed_controller(params, 50).expect("the synthetic problem primes")
 }
 
 fn bench(cr: &mut Criterion) {

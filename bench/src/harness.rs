@@ -7,7 +7,7 @@ use polyphony_core::{
     default_initial, metrics, Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, Objective,
     Observation, Tuner, Variant,
 };
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Every tuner the harness knows, in table order.
@@ -128,6 +128,38 @@ pub fn run(
         cfg = p.config;
     }
     Ok(t)
+}
+
+/// A full controller on the synthetic problem holding `samples` admitted samples measured at
+/// random points of the space (the state the `propose` benchmark starts from).
+pub fn primed_controller(params: ControllerParams, samples: usize) -> Result<Controller, CoreError> {
+    let problem = Problem::new(0.05);
+    let init = default_initial(&problem.classes);
+    let mut c = Controller::new(&problem.classes, &problem.knobs, init, params, Variant::FULL)?;
+    let quick = SyntheticModel::new(problem.clone(), std::time::Duration::ZERO);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+    let mut noise = Xoshiro256PlusPlus::seed_from_u64(2);
+    let space = &problem.space;
+    while c.samples() < samples {
+        let z: Vec<f64> = (0..space.dim())
+            .map(|i| {
+                if i < space.n_hypercube() {
+                    rng.gen::<f64>()
+                } else {
+                    rng.gen::<f64>() * 2.0 - 1.0
+                }
+            })
+            .collect();
+        let cfg = space.config_of(&space.point_of(&z), c.initial())?;
+        let (_, slis) = problem.measure(&cfg, &mut noise);
+        c.observe(&Observation {
+            config: cfg,
+            slis,
+            workload: None,
+        })?;
+        c.propose(&quick)?;
+    }
+    Ok(c)
 }
 
 /// Median of a list (None if empty).

@@ -16,10 +16,10 @@
 //! `exp(0.05·N(0,1))` (5 % log-normal noise). The model is deterministic (it ignores the
 //! common-random-number seed: it has no sampling noise).
 
+use polyphony_core::acquire::standard_normal;
 use polyphony_core::ModelError;
 use polyphony_core::{PerformanceModel, Space};
 use polyphony_spec::{BitsPerSec, ClassSli, Dscp, KnobSpace, NetworkConfig, SliVector, TrafficClass};
-use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The classes.
@@ -123,9 +123,7 @@ impl Problem {
             .ratios(&TRUTH, cfg)
             .into_iter()
             .map(|v| {
-                let u1: f64 = rng.gen::<f64>().max(1e-300);
-                let u2: f64 = rng.gen();
-                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                let z = standard_normal(rng);
                 v * (self.noise * z).exp()
             })
             .collect();

@@ -272,10 +272,16 @@ pub fn sample_starts(
     (0..n)
         .map(|_| match radius {
             None => (0..d)
-                .map(|i| if i < nh { rng.gen::<f64>() } else { 1.5 * gauss(rng) })
+                .map(|i| {
+                    if i < nh {
+                        rng.gen::<f64>()
+                    } else {
+                        1.5 * standard_normal(rng)
+                    }
+                })
                 .collect(),
             Some(r) => {
-                let dir: Vec<f64> = (0..d).map(|_| gauss(rng)).collect();
+                let dir: Vec<f64> = (0..d).map(|_| standard_normal(rng)).collect();
                 let at = |t: f64| -> Vec<f64> { zc.iter().zip(&dir).map(|(a, b)| a + t * b).collect() };
                 let dist = |t: f64| space.distance(&space.point_of(&at(t)), centre);
                 // Largest step along `dir` that stays inside the region (bisection).
@@ -298,8 +304,8 @@ pub fn sample_starts(
         .collect()
 }
 
-fn gauss(rng: &mut Xoshiro256PlusPlus) -> f64 {
-    // Box–Muller.
+/// One standard normal draw (Box–Muller).
+pub fn standard_normal(rng: &mut Xoshiro256PlusPlus) -> f64 {
     let u1: f64 = rng.gen::<f64>().max(1e-300);
     let u2: f64 = rng.gen();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()

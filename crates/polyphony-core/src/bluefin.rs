@@ -9,6 +9,7 @@
 //! of the δ-smoothed reward (D = dimension); hypercube coordinates are projected onto [0,1].
 //! No model is used. Deterministic under its seed; no I/O.
 
+use crate::acquire::standard_normal;
 use crate::controller::{Observation, ObserveReport, Proposal};
 use crate::model::PerformanceModel;
 use crate::objective::Objective;
@@ -16,7 +17,7 @@ use crate::space::Space;
 use crate::tuner::{baseline_proposal, plain_report, Tuner};
 use crate::CoreError;
 use polyphony_spec::{KnobSpace, NetworkConfig, TrafficClass};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
@@ -138,13 +139,7 @@ impl Tuner for Bluefin {
     fn propose(&mut self, _model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
         let (sign, next) = match self.phase {
             Phase::Plus | Phase::AwaitPlus => {
-                let mut p: Vec<f64> = (0..self.theta.len())
-                    .map(|_| {
-                        let u1: f64 = self.rng.gen::<f64>().max(1e-300);
-                        let u2: f64 = self.rng.gen();
-                        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-                    })
-                    .collect();
+                let mut p: Vec<f64> = (0..self.theta.len()).map(|_| standard_normal(&mut self.rng)).collect();
                 let n = p.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
                 p.iter_mut().for_each(|v| *v /= n);
                 self.direction = p;
