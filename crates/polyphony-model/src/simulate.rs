@@ -11,7 +11,7 @@ use crate::model::{ModelInput, ModelOutput, NetworkModel};
 use crate::pktsim::PktSim;
 use crate::synth::{load_mix_cdfs, synthesize, SynthesisOptions};
 use crate::topology::Topology;
-use polyphony_spec::{Bytes, Nanos, NetworkConfig, Packets, Scenario};
+use polyphony_spec::{Bytes, ClassMix, Dscp, Nanos, NetworkConfig, Packets, Scenario, TopologySpec, TrafficClass};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -202,42 +202,60 @@ impl fmt::Display for SimulateReport {
     }
 }
 
+/// A scenario with the paper's three classes AF11, AF21, AF31, each at 20 % load with σ = 2,
+/// sizes from the named CDFs and p99 objectives `slos`, on `topology`.
+pub fn three_class_scenario(
+    name: &str,
+    topology: TopologySpec,
+    sizes: [&str; 3],
+    slos: [f64; 3],
+    interval_s: f64,
+) -> Scenario {
+    let dscps = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
+    Scenario {
+        name: name.into(),
+        description: String::new(),
+        seed: 1,
+        interval_s,
+        topology,
+        classes: dscps
+            .iter()
+            .zip(slos)
+            .map(|(&d, v)| TrafficClass::new(d.name(), d, v))
+            .collect(),
+        mix: dscps
+            .iter()
+            .zip(sizes)
+            .map(|(&dscp, cdf)| ClassMix {
+                dscp,
+                size_cdf: cdf.into(),
+                load: 0.2,
+                sigma: 2.0,
+            })
+            .collect(),
+        phases: vec![],
+        initial: None,
+    }
+}
+
 /// The scale study's fabric (the paper's §8.5): 32 racks × 8 hosts, 4 spines, 1 Gbit/s host
 /// links and 10 Gbit/s fabric links (no oversubscription), 1 µs per link; WebSearch, Hadoop and
 /// cache sizes at 20 % each (60 % load of every host link), σ = 2, each class with its service's
 /// rack-to-rack pattern.
 pub fn scale_scenario() -> Scenario {
-    use polyphony_spec::{ClassMix, Dscp, TopologySpec, TrafficClass};
-    let mk = |dscp, cdf: &str| ClassMix {
-        dscp,
-        size_cdf: cdf.into(),
-        load: 0.2,
-        sigma: 2.0,
+    let topology = TopologySpec::LeafSpine {
+        racks: 32,
+        hosts_per_rack: 8,
+        spines: 4,
+        host_rate_mbps: 1000.0,
+        fabric_rate_mbps: 10000.0,
+        link_delay_us: 1.0,
     };
-    Scenario {
-        name: "scale-32x8".into(),
-        description: "32 racks × 8 hosts leaf-spine at 60 % load".into(),
-        seed: 1,
-        interval_s: 1.0,
-        topology: TopologySpec::LeafSpine {
-            racks: 32,
-            hosts_per_rack: 8,
-            spines: 4,
-            host_rate_mbps: 1000.0,
-            fabric_rate_mbps: 10000.0,
-            link_delay_us: 1.0,
-        },
-        classes: vec![
-            TrafficClass::new("AF11", Dscp::AF11, 10.0),
-            TrafficClass::new("AF21", Dscp::AF21, 10.0),
-            TrafficClass::new("AF31", Dscp::AF31, 10.0),
-        ],
-        mix: vec![
-            mk(Dscp::AF11, "websearch"),
-            mk(Dscp::AF21, "meta-hadoop"),
-            mk(Dscp::AF31, "meta-cache"),
-        ],
-        phases: vec![],
-        initial: None,
-    }
+    three_class_scenario(
+        "scale-32x8",
+        topology,
+        ["websearch", "meta-hadoop", "meta-cache"],
+        [10.0; 3],
+        1.0,
+    )
 }

@@ -266,34 +266,17 @@ fn pick_destination<R: Rng>(topo: &Topology, src: u32, loc: Locality, cluster_ra
 mod tests {
     use super::*;
     use crate::cdf::default_cdf_dir;
-    use polyphony_spec::{ClassMix, Dscp, LoadPhase, TopologySpec, TrafficClass};
+    use crate::simulate::three_class_scenario;
+    use polyphony_spec::{Dscp, LoadPhase, TopologySpec};
 
     fn scenario(topology: TopologySpec) -> Scenario {
-        let mk = |d: Dscp, cdf: &str| ClassMix {
-            dscp: d,
-            size_cdf: cdf.into(),
-            load: 0.2,
-            sigma: 2.0,
-        };
-        Scenario {
-            name: "t".into(),
-            description: String::new(),
-            seed: 1,
-            interval_s: 12.0,
+        three_class_scenario(
+            "t",
             topology,
-            classes: vec![
-                TrafficClass::new("AF11", Dscp::AF11, 11.0),
-                TrafficClass::new("AF21", Dscp::AF21, 15.0),
-                TrafficClass::new("AF31", Dscp::AF31, 20.0),
-            ],
-            mix: vec![
-                mk(Dscp::AF11, "meta-cache"),
-                mk(Dscp::AF21, "meta-web"),
-                mk(Dscp::AF31, "meta-hadoop"),
-            ],
-            phases: vec![],
-            initial: None,
-        }
+            ["meta-cache", "meta-web", "meta-hadoop"],
+            [11.0, 15.0, 20.0],
+            12.0,
+        )
     }
 
     fn dumbbell() -> TopologySpec {

@@ -3,25 +3,14 @@
 //! batches equal single runs, and bad input is refused.
 
 use polyphony_model::{FlowSim, ModelInput, NetworkModel, Topology};
-use polyphony_spec::{
-    BitsPerSec, Bytes, ClassConfig, Dscp, Flow, FlowId, HostId, Nanos, NetworkConfig, Packets, Workload,
-};
+use polyphony_spec::{BitsPerSec, Bytes, ClassConfig, Dscp, Flow, HostId, Nanos, NetworkConfig, Packets, Workload};
 use std::sync::Arc;
+
+mod common;
+use common::flow;
 
 fn topo() -> Arc<Topology> {
     Arc::new(Topology::dumbbell(3, BitsPerSec::from_mbps(100), Nanos(2_500)).unwrap())
-}
-
-fn flow(id: u64, src: u32, dscp: Dscp, size: u64, start: u64) -> Flow {
-    Flow {
-        id: FlowId(id),
-        src: HostId(src),
-        dst: HostId(3),
-        dscp,
-        size: Bytes(size),
-        start: Nanos(start),
-        weight: 1.0,
-    }
 }
 
 fn cfg(w: (f64, f64), k: (u64, u64), iw: (u32, u32)) -> NetworkConfig {

@@ -3,28 +3,17 @@
 
 use polyphony_model::pktsim::PktRun;
 use polyphony_model::{Marking, ModelInput, PktSim, PktSimOptions, Topology, HEADER_BYTES, MSS};
-use polyphony_spec::{
-    BitsPerSec, Bytes, ClassConfig, Dscp, Flow, FlowId, HostId, Nanos, NetworkConfig, Packets, Workload,
-};
+use polyphony_spec::{BitsPerSec, Bytes, ClassConfig, Dscp, Flow, Nanos, NetworkConfig, Packets, Workload};
 use std::sync::Arc;
+
+mod common;
+use common::flow;
 
 const RATE: u64 = 100_000_000;
 const DELAY: u64 = 2_500;
 
 fn topo() -> Arc<Topology> {
     Arc::new(Topology::dumbbell(3, BitsPerSec(RATE), Nanos(DELAY)).unwrap())
-}
-
-fn flow(id: u64, src: u32, dscp: Dscp, size: u64, start: u64) -> Flow {
-    Flow {
-        id: FlowId(id),
-        src: HostId(src),
-        dst: HostId(3),
-        dscp,
-        size: Bytes(size),
-        start: Nanos(start),
-        weight: 1.0,
-    }
 }
 
 fn cfg(classes: &[(Dscp, f64)], k: u64, iw: u32) -> NetworkConfig {
