@@ -339,14 +339,8 @@ mod tests {
 
     #[test]
     fn leaf_spine_matrix_respects_locality() {
-        let s = scenario(TopologySpec::LeafSpine {
-            racks: 32,
-            hosts_per_rack: 8,
-            spines: 4,
-            host_rate_mbps: 1000.0,
-            fabric_rate_mbps: 10000.0,
-            link_delay_us: 1.0,
-        });
+        // The scale fabric (32 × 8) with the Meta mix: cache, web, Hadoop.
+        let s = scenario(crate::simulate::scale_scenario().topology);
         let t = Topology::from_spec(&s.topology).unwrap();
         let cdfs = load_mix_cdfs(&s, &default_cdf_dir()).unwrap();
         let o = SynthesisOptions::new(Nanos(20 * Nanos::MILLI.0), 9);
