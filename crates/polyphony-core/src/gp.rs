@@ -487,6 +487,41 @@ mod tests {
     }
 
     #[test]
+    fn a_fit_that_cannot_succeed_falls_back_and_says_so() {
+        // Identical residuals: zero variance, every candidate's likelihood is degenerate.
+        let x = Array2::from_shape_fn((8, 2), |(i, j)| (i * 2 + j) as f64 / 16.0);
+        let y = Array1::from_elem(8, 0.25);
+        let s = fit(&x, &y, None, FitMode::Select, &settings());
+        let p = s.predict(&Array2::from_elem((3, 2), 0.3));
+        for (m, sd) in p {
+            assert!((m - 0.25).abs() < 1e-6 && sd.is_finite(), "{m} {sd} {:?}", s.status);
+        }
+        if let SurrogateStatus::FallbackPrior { why } = &s.status {
+            assert!(!why.is_empty());
+        }
+        // With previous hyperparameters, a failing refit reports the reuse or the prior.
+        let prev = Hyper {
+            kernel: Kernel::Matern52,
+            mean: MeanKind::Linear,
+            theta: vec![1.0, 1.0],
+            nugget: 0.1,
+            bic: 0.0,
+        };
+        let x3 = Array2::from_shape_fn((3, 2), |(i, j)| (i + j) as f64);
+        let y3 = Array1::from(vec![0.1, 0.2, 0.3]);
+        let s = fit(&x3, &y3, Some(&prev), FitMode::Refit, &settings());
+        assert!(
+            matches!(
+                s.status,
+                SurrogateStatus::PreviousFit { .. } | SurrogateStatus::FallbackPrior { .. }
+            ),
+            "a linear mean on 3 samples in 2 dimensions cannot be fitted: {:?}",
+            s.status
+        );
+        assert!(s.predict(&Array2::zeros((1, 2)))[0].0.is_finite());
+    }
+
+    #[test]
     fn duplicated_rows_never_panic() {
         let x = Array2::from_elem((6, 2), 0.5);
         let y = Array1::from(vec![0.1, 0.2, 0.3, 0.1, 0.2, 0.3]);
