@@ -274,3 +274,38 @@ pub fn markdown(rows: &[Row]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_polyphony_converges_where_the_open_loop_model_stalls() {
+        let problem = Problem::default();
+        let params = ControllerParams {
+            acq_random_candidates: 32,
+            ..ControllerParams::default()
+        };
+        let full = run("polyphony", &problem, 0, 20, &params, false).expect("run");
+        let open = run("no-correction", &problem, 0, 20, &params, false).expect("run");
+        assert!(
+            metrics::convergence_iteration(&full.ratios, 3).is_some(),
+            "{:?}",
+            full.ratios
+        );
+        assert_eq!(
+            metrics::convergence_iteration(&open.ratios, 3),
+            None,
+            "{:?}",
+            open.ratios
+        );
+    }
+
+    #[test]
+    fn unknown_tuner_is_named_in_the_error() {
+        let e = make_tuner("magic", &Problem::default(), &ControllerParams::default())
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("magic") && e.contains("polyphony")));
+    }
+}
