@@ -12,6 +12,7 @@
 use crate::error::ModelError;
 use crate::topology::Topology;
 use polyphony_spec::{Dscp, FlowOutcome, Nanos, NetworkConfig, SliVector, Workload};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The most classes a port serves (queues per port).
@@ -57,7 +58,7 @@ impl ModelInput {
 }
 
 /// Counters of one evaluation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RunStats {
     /// Flows simulated (all, including warm-up).
     pub flows: u64,
@@ -80,7 +81,7 @@ pub struct RunStats {
 }
 
 /// What a model predicts for one configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelOutput {
     /// Per-class slowdown statistics, in [`ModelInput::classes`] order (a class without measured
     /// flows is absent).

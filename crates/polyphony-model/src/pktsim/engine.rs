@@ -97,7 +97,10 @@ struct Fl {
 struct Sim<'a> {
     now: u64,
     seq: u64,
+    /// Packet events (transmissions ending, packets arriving).
     heap: BinaryHeap<Ev>,
+    /// Retransmission timers, kept apart so the packet heap stays small.
+    timers: BinaryHeap<Ev>,
     pkts: Vec<Pkt>,
     free: Vec<u32>,
     ports: Vec<Port>,
@@ -177,6 +180,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         now: 0,
         seq: 0,
         heap: BinaryHeap::with_capacity(1024),
+        timers: BinaryHeap::with_capacity(1024),
         pkts: Vec::with_capacity(4096),
         free: Vec::with_capacity(4096),
         ports,
@@ -211,7 +215,15 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
     let horizon = starts.last().copied().unwrap_or(0).saturating_add(opts.drain_limit.0);
     let mut next_flow = 0usize;
     loop {
-        let next_ev = sim.heap.peek().map(|e| e.t);
+        // The earliest of: the next packet event, the next timer, the next flow start.
+        let pe = sim.heap.peek().map(|e| (e.t, e.seq));
+        let te = sim.timers.peek().map(|e| (e.t, e.seq));
+        let from_timers = match (pe, te) {
+            (Some(p), Some(t)) => t < p,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        let next_ev = if from_timers { te } else { pe }.map(|x| x.0);
         let take_flow = next_flow < starts.len() && next_ev.is_none_or(|t| starts[next_flow] <= t);
         if take_flow {
             let t = starts[next_flow];
@@ -223,9 +235,12 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
             next_flow += 1;
             continue;
         }
-        let Some(ev) = sim.heap.pop() else { break };
+        let popped = if from_timers { sim.timers.pop() } else { sim.heap.pop() };
+        let Some(ev) = popped else { break };
         if ev.t > horizon {
-            sim.heap.push(ev);
+            if ev.kind != EV_TIMER {
+                sim.heap.push(ev); // still on a wire: counted as in flight below
+            }
             break;
         }
         if ev.kind == EV_TIMER {
@@ -255,6 +270,21 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         dropped: sim.dropped,
         in_flight: on_wire + queued,
     };
+    if !conservation.holds() {
+        tracing::error!(
+            ?conservation,
+            "pktsim lost track of packets: created ≠ delivered + dropped + in flight"
+        );
+    }
+    tracing::debug!(
+        flows = sim.flows.len(),
+        packets = sim.host_pkts,
+        events = sim.events,
+        dropped = sim.dropped,
+        timeouts = sim.timeouts,
+        end_ns = end,
+        "pktsim run finished"
+    );
     let fct: Vec<Option<Nanos>> = sim
         .flows
         .iter()
@@ -289,12 +319,17 @@ impl Sim<'_> {
     #[inline]
     fn push_ev(&mut self, t: u64, kind: u8, arg: u32) {
         self.seq += 1;
-        self.heap.push(Ev {
+        let ev = Ev {
             t,
             seq: self.seq,
             kind,
             arg,
-        });
+        };
+        if kind == EV_TIMER {
+            self.timers.push(ev);
+        } else {
+            self.heap.push(ev);
+        }
     }
 
     fn alloc(&mut self, p: Pkt) -> u32 {
