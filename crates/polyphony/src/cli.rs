@@ -117,6 +117,10 @@ pub struct DemoArgs {
     /// Also write every iteration as JSON lines to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Seconds of simulated traffic per iteration (default: the scenario's interval_s). Longer
+    /// windows give steadier p99s of classes with few, large flows; simulation is cheap.
+    #[arg(long, value_name = "SECONDS")]
+    pub measure_s: Option<f64>,
 }
 
 /// `polyphony simulate`.

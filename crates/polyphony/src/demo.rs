@@ -87,10 +87,16 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
             args.plot.display()
         )));
     }
-    let scenario = match &args.scenario {
+    let mut scenario = match &args.scenario {
         Some(p) => load_scenario(p).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?,
         None => reference_medium()?,
     };
+    if let Some(m) = args.measure_s {
+        if !(m.is_finite() && (1.0..=600.0).contains(&m)) {
+            return Err(Failure::Usage(format!("--measure-s {m}: seconds in [1, 600]")));
+        }
+        scenario.interval_s = m;
+    }
     run(&scenario, &args).map_err(Failure::Runtime)
 }
 
@@ -154,6 +160,24 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         bar.set_message("measuring the live network (pktsim)");
         let m = network.measure(t, &config)?;
         let t_live = t0.elapsed().as_secs_f64();
+        if let Some(c) = scenario.classes.iter().find(|c| m.sli.get(c.dscp).is_none()) {
+            // Nothing to judge the class by: the measurement is not given to the controller,
+            // the configuration stays, and the iteration counts as not compliant.
+            bar.suspend(|| {
+                writeln!(
+                    out,
+                    "it {:>2} | no flow of class {} completed in this interval: measurement skipped, configuration kept",
+                    t + 1,
+                    c.name
+                )
+            })?;
+            ratios_hist.push(vec![f64::INFINITY]);
+            objectives.push(f64::NAN);
+            for (i, c) in scenario.classes.iter().enumerate() {
+                p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
+            }
+            continue;
+        }
         let report = controller
             .observe(&Observation {
                 config: config.clone(),
@@ -203,7 +227,9 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     if let Some(mut j) = json {
         j.flush()?;
     }
-    let metrics = run_metrics(&ratios_hist, &objectives, None);
+    // Regret and final objective over the measured iterations (skipped ones have no J).
+    let measured: Vec<f64> = objectives.iter().copied().filter(|j| j.is_finite()).collect();
+    let metrics = run_metrics(&ratios_hist, &measured, None);
     let series: Vec<ClassSeries> = scenario
         .classes
         .iter()

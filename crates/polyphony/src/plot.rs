@@ -95,7 +95,11 @@ where
         let col = COLOURS[i % COLOURS.len()];
         let s = chart
             .draw_series(LineSeries::new(
-                c.p99.iter().enumerate().map(|(t, v)| ((t + 1) as f64, *v)),
+                c.p99
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.is_finite())
+                    .map(|(t, v)| ((t + 1) as f64, *v)),
                 col.stroke_width(2),
             ))
             .map_err(err)?;
@@ -152,7 +156,11 @@ where
     mesh.draw().map_err(err)?;
     chart
         .draw_series(LineSeries::new(
-            objective.iter().enumerate().map(|(t, v)| ((t + 1) as f64, *v)),
+            objective
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(t, v)| ((t + 1) as f64, *v)),
             BLACK.stroke_width(2),
         ))
         .map_err(err)?;
