@@ -17,6 +17,10 @@ use std::sync::Arc;
 
 /// The most classes a port serves (queues per port).
 pub const MAX_CLASSES: usize = 8;
+/// The largest flow the models accept (1 TB: segment numbers stay within 32 bits).
+pub const MAX_FLOW_BYTES: u64 = 1 << 40;
+/// The latest flow start the models accept (about 36 years: time arithmetic cannot overflow).
+pub const MAX_START_NS: u64 = 1 << 60;
 
 /// What a model evaluates: one workload on one topology.
 #[derive(Debug, Clone)]
@@ -171,6 +175,20 @@ pub(crate) fn flow_classes(input: &ModelInput) -> Result<Vec<u8>, ModelError> {
             }
             topo.check_host(f.id.0, f.src)?;
             topo.check_host(f.id.0, f.dst)?;
+            if f.size.0 > MAX_FLOW_BYTES {
+                return Err(ModelError::invalid(
+                    format!("flow {}.size", f.id.0),
+                    f.size,
+                    format!("the models handle flows up to {MAX_FLOW_BYTES} bytes"),
+                ));
+            }
+            if f.start.0 > MAX_START_NS {
+                return Err(ModelError::invalid(
+                    format!("flow {}.start", f.id.0),
+                    f.start,
+                    "start times are relative to the workload's start; rebase the trace",
+                ));
+            }
             Ok(ci)
         })
         .collect()

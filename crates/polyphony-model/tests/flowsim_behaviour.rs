@@ -143,3 +143,18 @@ fn a_flow_to_a_missing_host_is_refused() {
         .to_string();
     assert!(e.contains("host 9"), "{e}");
 }
+
+#[test]
+fn absurd_trace_values_are_refused_not_panicked_on() {
+    for f in [
+        flow(0, 0, Dscp::AF11, u64::MAX / 2, 0),
+        flow(0, 0, Dscp::AF11, 100, u64::MAX - 5),
+    ] {
+        let w = Workload::new(vec![f], Nanos(0)).unwrap();
+        let input = ModelInput::new(Arc::new(w), topo(), vec![Dscp::AF11, Dscp::AF21]);
+        let c = cfg((0.5, 0.5), (3_000, 3_000), (10, 10));
+        let e = FlowSim::default().run(&input, &c).unwrap_err().to_string();
+        assert!(e.contains("flow 0."), "{e}");
+        assert!(polyphony_model::PktSim::default().run(&input, &c).is_err());
+    }
+}
