@@ -5,7 +5,7 @@
 //! adds beyond an idle link, plus the store-and-forward of its first packet on the links other
 //! than its bottleneck. A link is skipped when every flow crossing it goes on to one and the
 //! same next link that is no faster (a dumbbell's access links): the downstream link sees the
-//! same flows and is where they queue. On one link ([`link`]), event by event:
+//! same flows and is where they queue. On one link (`flowsim/link.rs`), event by event:
 //!
 //! * **Sharing.** Classes share the link by weight, work-conserving (an idle class's share goes
 //!   to the backlogged classes in proportion to their weights: generalised processor sharing);
