@@ -40,12 +40,19 @@ struct Args {
     /// Print one line per configuration.
     #[arg(long)]
     verbose: bool,
+    /// Use the built-in 32 × 8 leaf-spine scale scenario instead of `--scenario`.
+    #[arg(long)]
+    scale: bool,
 }
 
 fn main() -> Result<()> {
     let a = Args::parse();
-    let text = std::fs::read_to_string(&a.scenario).with_context(|| format!("reading {}", a.scenario))?;
-    let mut s = Scenario::from_toml(&text, &a.scenario)?;
+    let mut s = if a.scale {
+        polyphony_model::scale_scenario()
+    } else {
+        let text = std::fs::read_to_string(&a.scenario).with_context(|| format!("reading {}", a.scenario))?;
+        Scenario::from_toml(&text, &a.scenario)?
+    };
     if let (Some(d), TopologySpec::Dumbbell { link_delay_us, .. }) = (a.delay_us, &mut s.topology) {
         *link_delay_us = d;
     }
