@@ -91,12 +91,11 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
         Some(p) => load_scenario(p).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?,
         None => reference_medium()?,
     };
-    if let Some(m) = args.measure_s {
-        if !(m.is_finite() && (1.0..=600.0).contains(&m)) {
-            return Err(Failure::Usage(format!("--measure-s {m}: seconds in [1, 600]")));
-        }
-        scenario.interval_s = m;
+    let m = args.measure_s;
+    if !(m.is_finite() && (1.0..=600.0).contains(&m)) {
+        return Err(Failure::Usage(format!("--measure-s {m}: seconds in [1, 600]")));
     }
+    scenario.interval_s = m;
     run(&scenario, &args).map_err(Failure::Runtime)
 }
 

@@ -2,58 +2,14 @@
 //! naming the flag or the key (and the bad value), exits with code 2, and applies nothing (the
 //! state directory is never created).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{scenario, simulated_config, BIN};
+use std::path::Path;
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_polyphony");
-
-fn scenario() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/scenarios/reference-medium.toml")
-}
-
 fn good_config(state: &Path) -> String {
-    format!(
-        r#"mode = "advise"
-interval_s = 1.0
-state_dir = "{}"
-
-[controller]
-seed = 3
-
-[[classes]]
-name = "AF11"
-dscp = 10
-slo = {{ max_slowdown = 11.0 }}
-
-[[classes]]
-name = "AF21"
-dscp = 18
-slo = {{ max_slowdown = 15.0 }}
-
-[[classes]]
-name = "AF31"
-dscp = 26
-slo = {{ max_slowdown = 20.0 }}
-
-[topology]
-kind = "dumbbell"
-senders = 3
-rate_mbps = 100
-link_delay_us = 2.5
-
-[sli]
-source = "simulated"
-
-[workload]
-source = "scenario"
-scenario = "{}"
-
-[http]
-listen = "127.0.0.1:0"
-"#,
-        state.display(),
-        scenario().display()
-    )
+    simulated_config(state, "advise", 1.5, "")
 }
 
 /// Runs the binary; returns (exit code, stdout, stderr).
@@ -93,11 +49,11 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
     let good = good_config(&state);
     let cases: Vec<(String, Vec<&str>)> = vec![
         (
-            good.replace("interval_s = 1.0", "intervl_s = 1.0"),
+            good.replace("interval_s = 1.5", "intervl_s = 1.5"),
             vec!["intervl_s", ":2:"],
         ),
         (
-            good.replace("interval_s = 1.0", "interval_s = -1.0"),
+            good.replace("interval_s = 1.5", "interval_s = -1.0"),
             vec!["interval_s = -1"],
         ),
         (
@@ -107,10 +63,10 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
         (good.replace("dscp = 18", "dscp = 10"), vec!["classes[1].dscp = 10"]),
         (good.replace("dscp = 26", "dscp = 99"), vec!["99"]),
         (
-            good.replace("seed = 3", "seed = 3\ntrust_radius_init = -1.0"),
+            good.replace("seed = 5", "seed = 5\ntrust_radius_init = -1.0"),
             vec!["controller.trust_radius_init = -1"],
         ),
-        (good.replace("seed = 3", "seed = 3\nbeta = 5"), vec!["beta"]),
+        (good.replace("seed = 5", "seed = 5\nbeta = 5"), vec!["beta"]),
         (good.replace("mode = \"advise\"", "mode = \"yolo\""), vec!["yolo"]),
         (
             good.replace(
@@ -145,7 +101,7 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             vec!["mode", "actuators"],
         ),
         (
-            format!("{good}\n[guard]\nmax_objective = 0.0\n"),
+            good.replace("max_objective = 1000000.0", "max_objective = 0.0"),
             vec!["guard.max_objective = 0"],
         ),
     ];

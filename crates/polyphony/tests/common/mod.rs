@@ -15,6 +15,29 @@ pub fn scenario() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/scenarios/reference-medium.toml")
 }
 
+/// The reference scenario's classes (medium tightness) and dumbbell, as daemon-config TOML.
+pub const CLASSES_AND_TOPOLOGY: &str = r#"[[classes]]
+name = "AF11"
+dscp = 10
+slo = { max_slowdown = 11.0 }
+
+[[classes]]
+name = "AF21"
+dscp = 18
+slo = { max_slowdown = 15.0 }
+
+[[classes]]
+name = "AF31"
+dscp = 26
+slo = { max_slowdown = 20.0 }
+
+[topology]
+kind = "dumbbell"
+senders = 3
+rate_mbps = 100
+link_delay_us = 2.5
+"#;
+
 /// A simulated-network daemon config with cheap controller settings (debug builds are slow).
 pub fn simulated_config(state: &Path, mode: &str, interval_s: f64, extra_http: &str) -> String {
     format!(
@@ -29,27 +52,7 @@ acq_refine_starts = 1
 acq_max_iters = 4
 gp_max_eval = 25
 
-[[classes]]
-name = "AF11"
-dscp = 10
-slo = {{ max_slowdown = 11.0 }}
-
-[[classes]]
-name = "AF21"
-dscp = 18
-slo = {{ max_slowdown = 15.0 }}
-
-[[classes]]
-name = "AF31"
-dscp = 26
-slo = {{ max_slowdown = 20.0 }}
-
-[topology]
-kind = "dumbbell"
-senders = 3
-rate_mbps = 100
-link_delay_us = 2.5
-
+{CLASSES_AND_TOPOLOGY}
 [sli]
 source = "simulated"
 
@@ -65,7 +68,8 @@ listen = "127.0.0.1:0"
 max_objective = 1000000.0
 "#,
         state = state.display(),
-        scenario = scenario().display()
+        scenario = scenario().display(),
+        CLASSES_AND_TOPOLOGY = CLASSES_AND_TOPOLOGY,
     )
 }
 
