@@ -3,71 +3,27 @@
 //! `polyphony_core::metrics` over seeds into a Markdown table.
 
 use crate::synthetic::{Problem, SyntheticModel, TRUTH};
+use crate::tuners;
+pub use crate::tuners::ALL;
 use polyphony_core::{
-    default_initial, metrics, Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, Objective,
-    Observation, Tuner, Variant,
+    default_initial, metrics, Controller, ControllerParams, CoreError, Objective, Observation, Tuner, Variant,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// Every tuner the harness knows, in table order.
-pub const ALL: [&str; 8] = [
-    "polyphony",
-    "no-trust-region",
-    "no-correction",
-    "no-model",
-    "no-denoiser",
-    "whole-space-bo",
-    "bluefin",
-    "fixed",
-];
-
-/// Builds tuner `name` for the problem.
-pub fn make_tuner(name: &str, problem: &Problem, params: &ControllerParams) -> Result<Box<dyn Tuner>, CoreError> {
-    let init = default_initial(&problem.classes);
-    let variant = match name {
-        "polyphony" => Variant::FULL,
-        "no-trust-region" => Variant::NO_TRUST_REGION,
-        "no-correction" => Variant::NO_CORRECTION,
-        "no-model" => Variant::NO_MODEL,
-        "no-denoiser" => Variant::NO_DENOISER,
-        "whole-space-bo" => Variant::WHOLE_SPACE_BO,
-        "bluefin" => {
-            let bp = BluefinParams {
-                seed: params.seed,
-                ..BluefinParams::default()
-            };
-            return Ok(Box::new(Bluefin::new(
-                &problem.classes,
-                &problem.knobs,
-                init,
-                params.lse_sharpness,
-                params.fairness_weight,
-                bp,
-            )?));
-        }
-        "fixed" => {
-            return Ok(Box::new(FixedConfig::new(
-                &problem.classes,
-                init,
-                params.lse_sharpness,
-                params.fairness_weight,
-            )?));
-        }
-        other => {
-            return Err(CoreError::InvalidConfig(format!(
-                "unknown tuner {other:?}; known: {}",
-                ALL.join(", ")
-            )))
-        }
-    };
-    Ok(Box::new(Controller::new(
+/// Builds tuner `name` for the synthetic problem.
+pub fn make_tuner(
+    name: &str,
+    problem: &Problem,
+    params: &ControllerParams,
+) -> Result<Box<dyn Tuner + Send>, CoreError> {
+    tuners::make_tuner(
+        name,
         &problem.classes,
         &problem.knobs,
-        init,
-        params.clone(),
-        variant,
-    )?))
+        default_initial(&problem.classes),
+        params,
+    )
 }
 
 /// What one run produced, per iteration.

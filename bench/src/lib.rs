@@ -1,7 +1,59 @@
-//! Polyphony's experiment harness: a synthetic problem with a known optimum
-//! ([`synthetic`]), and the loop that runs every tuner on it side by side and summarises the
-//! evaluation metrics ([`harness`]). Writes nothing itself; the binaries decide where tables go.
+//! Polyphony's experiment harness: a synthetic problem with a known optimum ([`synthetic`],
+//! [`harness`]), and the evaluation of the paper's §8 on a simulated or real network: the
+//! grounds a run is measured on ([`ground`]), the studies and their scenarios ([`studies`],
+//! [`scale`]), one closed loop per (tuner, seed) ([`closed_loop`]), the tables and CSV
+//! ([`report`]) and the plots ([`plots`]). Only [`report::write_all`] and [`plots`] write files,
+//! and only under the output directory they are given.
 #![warn(missing_docs)]
 
+pub mod closed_loop;
+pub mod eval;
+pub mod ground;
 pub mod harness;
+pub mod plots;
+pub mod report;
+pub mod scale;
+pub mod studies;
 pub mod synthetic;
+pub mod tuners;
+
+/// What can go wrong in an evaluation run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// The user asked for something invalid (exit code 2).
+    #[error("{0}")]
+    Usage(String),
+    /// A scenario could not be loaded or prepared.
+    #[error("scenario: {0}")]
+    Scenario(String),
+    /// The live network (pktsim or the testbed) failed.
+    #[error("ground: {0}")]
+    Ground(String),
+    /// The controller rejected an observation or failed to propose.
+    #[error("tuner {tuner}, seed {seed}, iteration {iteration}: {message}")]
+    Tuner {
+        /// Tuner name.
+        tuner: String,
+        /// Seed of the run.
+        seed: u64,
+        /// Iteration at which it failed.
+        iteration: usize,
+        /// The core's message.
+        message: String,
+    },
+    /// Writing results failed.
+    #[error("writing {path}: {message}")]
+    Write {
+        /// The file.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl EvalError {
+    /// A scenario error from an `anyhow` chain.
+    pub fn scenario(e: anyhow::Error) -> EvalError {
+        EvalError::Scenario(format!("{e:#}"))
+    }
+}

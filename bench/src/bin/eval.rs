@@ -1,0 +1,187 @@
+//! `eval`: regenerates the paper's §8 studies on pktsim or the namespace testbed — every tuner
+//! on the same scenarios and seeds — and writes tables, CSV and SVG plots (docs/evaluation.md).
+//!
+//! `cargo run --release -p polyphony-bench --bin eval -- convergence --ground pktsim --seeds 3 --out docs/results/convergence`
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use polyphony_bench::eval::{run_study, write_outputs, EvalOptions, GroundKind};
+use polyphony_bench::scale::{self, ScaleOptions};
+use polyphony_bench::studies::{self, Study, StudyOptions, Tightness};
+use polyphony_bench::EvalError;
+use polyphony_core::ControllerParams;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(about = "Run every tuner on the paper's §8 studies and write tables, CSV and plots")]
+struct Args {
+    /// The study.
+    #[arg(value_enum)]
+    study: Study,
+    /// The live network the runs are measured on.
+    #[arg(long, value_enum, default_value = "pktsim")]
+    ground: GroundKind,
+    /// Seeds 0..N (runs per tuner and scenario).
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// Measured intervals per run (default: 30; adaptation: 4 × --phase-iterations; scale: 10).
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// Comma-separated tuners (default: the study's set).
+    #[arg(long, value_delimiter = ',')]
+    tuners: Vec<String>,
+    /// Output directory (default docs/results/<study>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Directory of reference-{low,medium,high}.toml and adaptation.toml.
+    #[arg(long, default_value = "configs/scenarios")]
+    scenario_dir: PathBuf,
+    /// Override the dumbbell's one-way link delay in µs (the files say 2.5).
+    #[arg(long)]
+    delay_us: Option<f64>,
+    /// Override the control interval in seconds (dumbbell studies).
+    #[arg(long)]
+    interval_s: Option<f64>,
+    /// Tightness levels of the convergence study.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "low,medium,high")]
+    tightness: Vec<Tightness>,
+    /// Intervals per load phase of the adaptation study.
+    #[arg(long, default_value_t = 10)]
+    phase_iterations: usize,
+    /// Scale study: racks of the leaf-spine.
+    #[arg(long, default_value_t = 32)]
+    racks: u32,
+    /// Scale study: hosts per rack.
+    #[arg(long, default_value_t = 8)]
+    hosts_per_rack: u32,
+    /// Scale study: control interval in ms.
+    #[arg(long, default_value_t = 50.0)]
+    interval_ms: f64,
+    /// Scale study: only the first N of the 24 scenarios (0 = all).
+    #[arg(long, default_value_t = 0)]
+    limit: usize,
+    /// JSON file of ControllerParams overrides (fields not given keep their defaults).
+    #[arg(long)]
+    params: Option<PathBuf>,
+    /// Runs in parallel (pktsim).
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Testbed instance prefix.
+    #[arg(long, default_value = "ppe")]
+    prefix: String,
+    /// Skip the plots.
+    #[arg(long)]
+    no_plots: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn main() {
+    let code = match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("eval: {e:#}");
+            match e.downcast_ref::<EvalError>() {
+                Some(EvalError::Usage(_)) => 2,
+                _ => 1,
+            }
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run() -> Result<()> {
+    let a = Args::parse();
+    let params: ControllerParams = match &a.params {
+        Some(p) => serde_json::from_str(
+            &std::fs::read_to_string(p)
+                .map_err(|e| EvalError::Usage(format!("--params {}: cannot read: {e}", p.display())))?,
+        )
+        .map_err(|e| EvalError::Usage(format!("--params {}: {e}", p.display())))?,
+        None => ControllerParams::default(),
+    };
+    if a.study == Study::Adaptation && a.phase_iterations == 0 {
+        return Err(EvalError::Usage("--phase-iterations 0: give at least 1 interval per load phase".into()).into());
+    }
+    let iterations = a.iterations.unwrap_or(match a.study {
+        Study::Adaptation => 4 * a.phase_iterations,
+        Study::Scale => 10,
+        _ => 30,
+    });
+    let opts = EvalOptions {
+        study: a.study,
+        ground: a.ground,
+        seeds: a.seeds,
+        iterations,
+        tuners: if a.tuners.is_empty() {
+            a.study.default_tuners()
+        } else {
+            a.tuners.clone()
+        },
+        params,
+        jobs: if a.ground == GroundKind::Testbed { 1 } else { a.jobs },
+        prefix: a.prefix.clone(),
+    };
+    opts.validate()?;
+    let bar = if a.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {pos}/{len} intervals [{elapsed_precise} < {eta}]")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(250));
+    let planned = match a.study {
+        Study::Scale => {
+            let so = ScaleOptions {
+                racks: a.racks,
+                hosts_per_rack: a.hosts_per_rack,
+                interval_s: a.interval_ms / 1000.0,
+                ..ScaleOptions::default()
+            };
+            let mut p = scale::plan(&so, 0, &|name| bar.set_message(format!("baseline SLOs of {name}")))?;
+            if a.limit > 0 {
+                p.truncate(2 * a.limit.div_ceil(2));
+            }
+            p
+        }
+        s => studies::plan(
+            s,
+            &StudyOptions {
+                scenario_dir: a.scenario_dir.clone(),
+                delay_us: a.delay_us,
+                tightness: a.tightness.clone(),
+                phase_iterations: a.phase_iterations,
+                interval_s: a.interval_s,
+            },
+        )?,
+    };
+    let total = planned.len() as u64 * opts.tuners.len() as u64 * opts.seeds * opts.iterations as u64;
+    bar.set_length(total);
+    bar.set_message(format!("{} on {:?}", a.study.name(), a.ground));
+    let results = run_study(&planned, &opts, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("docs/results").join(a.study.name()));
+    let command = format!(
+        "cargo run --release -p polyphony-bench --bin eval -- {}",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    let plots = !a.no_plots;
+    let scale = a.study == Study::Scale;
+    write_outputs(&out, &opts, &results, &command, &|i| plots && (!scale || i < 2))
+        .with_context(|| format!("writing {}", out.display()))?;
+    print!(
+        "{}",
+        std::fs::read_to_string(out.join("summary.md")).unwrap_or_default()
+    );
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}

@@ -1,0 +1,308 @@
+//! Orchestration of a study: every (scenario, tuner, seed) run on the chosen ground — pktsim
+//! runs in parallel, the testbed one run at a time on one instance — then the tables, CSV and
+//! plots under the output directory. The `eval` binary is a thin CLI over [`run_study`] and
+//! [`write_outputs`].
+
+use crate::closed_loop::{run_tuner, LoopSetup, RunTrace};
+use crate::ground::{PktsimGround, ScenarioTraffic, TestbedGround};
+use crate::report::{self, ScenarioResult};
+use crate::studies::{Planned, Study};
+use crate::{plots, tuners, EvalError};
+use polyphony::config::ModelKind;
+use polyphony::model_adapter::{network_model, pool};
+use polyphony_core::ControllerParams;
+use rayon::prelude::*;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The live network of a study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroundKind {
+    /// The packet-level simulator, in-process.
+    Pktsim,
+    /// The namespace testbed with emu (root, dumbbell scenarios only).
+    Testbed,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// The study.
+    pub study: Study,
+    /// The ground.
+    pub ground: GroundKind,
+    /// Seeds 0..seeds.
+    pub seeds: u64,
+    /// Measured intervals per run.
+    pub iterations: usize,
+    /// Tuners, in table order.
+    pub tuners: Vec<String>,
+    /// Controller hyperparameters (seed replaced per run).
+    pub params: ControllerParams,
+    /// Runs in parallel (pktsim only).
+    pub jobs: usize,
+    /// Testbed instance prefix.
+    pub prefix: String,
+}
+
+impl EvalOptions {
+    /// Refuses unknown tuners, zero seeds or iterations, and the scale study on the testbed.
+    pub fn validate(&self) -> Result<(), EvalError> {
+        if self.seeds == 0 {
+            return Err(EvalError::Usage("--seeds 0: give at least 1".into()));
+        }
+        if self.iterations == 0 {
+            return Err(EvalError::Usage("--iterations 0: give at least 1".into()));
+        }
+        if self.tuners.is_empty() {
+            return Err(EvalError::Usage(format!(
+                "no tuners; known: {}",
+                tuners::ALL.join(", ")
+            )));
+        }
+        if let Some(t) = self.tuners.iter().find(|t| !tuners::ALL.contains(&t.as_str())) {
+            return Err(EvalError::Usage(format!(
+                "--tuners: unknown tuner {t:?}; known: {}",
+                tuners::ALL.join(", ")
+            )));
+        }
+        if self.ground == GroundKind::Testbed && self.study == Study::Scale {
+            return Err(EvalError::Usage(
+                "--ground testbed: the namespace testbed is a dumbbell; the scale study runs on pktsim".into(),
+            ));
+        }
+        if self.jobs == 0 {
+            return Err(EvalError::Usage("--jobs 0: give at least 1".into()));
+        }
+        self.params
+            .validate()
+            .map_err(|e| EvalError::Usage(format!("controller parameters: {e}")))
+    }
+}
+
+fn setup(p: &Planned, o: &EvalOptions) -> Result<(LoopSetup, ScenarioTraffic), EvalError> {
+    let traffic = ScenarioTraffic::new(p.scenario.clone(), p.matrix)?;
+    let s = LoopSetup {
+        scenario: p.scenario.clone(),
+        knobs: p.knobs.clone(),
+        start: p.start.clone(),
+        params: o.params.clone(),
+        iterations: o.iterations,
+        model: network_model(ModelKind::Flowsim),
+        context: traffic.context.clone(),
+    };
+    Ok((s, traffic))
+}
+
+/// Runs every tuner on every planned scenario and seed; `tick` is called after each interval.
+pub fn run_study(
+    planned: &[Planned],
+    o: &EvalOptions,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<ScenarioResult>, EvalError> {
+    o.validate()?;
+    let mut results = Vec::new();
+    for p in planned {
+        let (setup, traffic) = setup(p, o)?;
+        let jobs: Vec<(String, u64)> = o
+            .tuners
+            .iter()
+            .flat_map(|t| (0..o.seeds).map(move |s| (t.clone(), s)))
+            .collect();
+        let traces: Vec<RunTrace> = match o.ground {
+            GroundKind::Pktsim => {
+                let model_threads = (rayon::current_num_threads() / o.jobs).max(1);
+                let outer = rayon::ThreadPoolBuilder::new()
+                    .num_threads(o.jobs)
+                    .build()
+                    .map_err(|e| EvalError::Ground(format!("thread pool: {e}")))?;
+                outer.install(|| {
+                    jobs.par_iter()
+                        .map(|(t, s)| {
+                            let mut ground = PktsimGround::new(traffic.clone(), *s);
+                            run_tuner(t, *s, &setup, &mut ground, &pool(model_threads), tick)
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                })?
+            }
+            GroundKind::Testbed => {
+                let mut ground = TestbedGround::up(&p.scenario, &o.prefix, 0)?;
+                let threads = pool(0);
+                let mut v = Vec::new();
+                for (t, s) in &jobs {
+                    ground.set_seed(*s);
+                    v.push(run_tuner(t, *s, &setup, &mut ground, &threads, tick)?);
+                }
+                v
+            }
+        };
+        results.push(ScenarioResult {
+            label: p.label.clone(),
+            scenario: p.scenario.clone(),
+            traces,
+        });
+    }
+    Ok(results)
+}
+
+fn describe(sc: &polyphony_spec::Scenario) -> String {
+    let slos: Vec<String> = sc
+        .classes
+        .iter()
+        .map(|c| format!("{} ≤ {:.2}", c.name, c.slo.max_slowdown))
+        .collect();
+    let topo = match &sc.topology {
+        polyphony_spec::TopologySpec::Dumbbell {
+            senders,
+            rate_mbps,
+            link_delay_us,
+        } => format!("dumbbell, {senders} senders, {rate_mbps} Mbit/s, {link_delay_us} µs per link"),
+        polyphony_spec::TopologySpec::LeafSpine {
+            racks,
+            hosts_per_rack,
+            spines,
+            host_rate_mbps,
+            fabric_rate_mbps,
+            link_delay_us,
+        } => format!(
+            "leaf-spine {racks}×{hosts_per_rack}, {spines} spines, {host_rate_mbps}/{fabric_rate_mbps} Mbit/s, {link_delay_us} µs per link"
+        ),
+    };
+    let phases = if sc.phases.is_empty() {
+        String::new()
+    } else {
+        let p: Vec<String> = sc
+            .phases
+            .iter()
+            .map(|p| format!("{:.0} s at {:?}", p.duration_s, p.loads))
+            .collect();
+        format!("; load phases: {}", p.join(", "))
+    };
+    format!(
+        "`{}`: {topo}; interval {} s; p99 slowdown SLOs {}{phases}",
+        sc.name,
+        sc.interval_s,
+        slos.join(", ")
+    )
+}
+
+/// Writes `summary.md`, `summary.csv`, `iterations.csv` and (unless `plots` is false) three SVG
+/// plots per scenario into `dir`. `command` is quoted in the Markdown as the way to regenerate it.
+pub fn write_outputs(
+    dir: &Path,
+    o: &EvalOptions,
+    results: &[ScenarioResult],
+    command: &str,
+    plots_for: &dyn Fn(usize) -> bool,
+) -> Result<(), EvalError> {
+    let mut md = format!(
+        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{} seed(s) × {} interval(s) per run; tuners: {}. Cells: median over seeds (min–max). \
+Convergence iteration = first of {} consecutive intervals in which every measured SLO held (0-based); minutes = that iteration × the interval. \
+Regret = Σ_t (J_t − J_ref) over measured intervals, J_ref = the lowest J any tuner measured on that seed. \
+Fairness = min r / max r and final J of the last measured interval.\n\n",
+        o.study.name(),
+        match o.ground {
+            GroundKind::Pktsim => "pktsim",
+            GroundKind::Testbed => "the namespace testbed",
+        },
+        o.seeds,
+        o.iterations,
+        o.tuners.join(", "),
+        report::CONVERGENCE_K
+    );
+    std::fs::create_dir_all(dir).map_err(|e| EvalError::Write {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut all_iter = String::new();
+    let mut all_sum = String::new();
+    for (i, r) in results.iter().enumerate() {
+        let sums = report::summarise(&r.traces, r.scenario.interval_s);
+        let _ = writeln!(
+            md,
+            "## {}\n\n{}\n\n{}",
+            r.label,
+            describe(&r.scenario),
+            report::markdown(&sums)
+        );
+        if plots_for(i) {
+            let files = [
+                (
+                    format!("{}-slowdowns.svg", r.label),
+                    "per-class p99 slowdown (SLOs dashed)",
+                ),
+                (format!("{}-objective.svg", r.label), "objective J"),
+                (format!("{}-knobs.svg", r.label), "knobs of polyphony"),
+            ];
+            plots::slowdowns(r, &dir.join(&files[0].0))?;
+            plots::objective(r, &dir.join(&files[1].0))?;
+            let knob_tuner = if o.tuners.iter().any(|t| t == "polyphony") {
+                "polyphony"
+            } else {
+                o.tuners[0].as_str()
+            };
+            plots::knobs(r, knob_tuner, &dir.join(&files[2].0))?;
+            for (f, what) in files {
+                let _ = writeln!(md, "![{what}]({f})\n");
+            }
+        }
+        let it = report::iterations_csv(r);
+        let sm = report::summary_csv(&r.label, &sums);
+        if i == 0 {
+            all_iter += &it;
+            all_sum += &sm;
+        } else {
+            all_iter.extend(it.lines().skip(1).map(|l| format!("{l}\n")));
+            all_sum.extend(sm.lines().skip(1).map(|l| format!("{l}\n")));
+        }
+    }
+    if o.study == Study::Scale {
+        md = scale_overview(results) + &md;
+    }
+    report::write_file(dir, "summary.md", &md)?;
+    report::write_file(dir, "summary.csv", &all_sum)?;
+    report::write_file(dir, "iterations.csv", &all_iter)
+}
+
+/// One line per scenario for each tuner: converged runs and the median convergence iteration,
+/// and how many scenarios converged (the paper: 19/24 within 6 iterations).
+pub fn scale_overview(results: &[ScenarioResult]) -> String {
+    let mut rows = String::new();
+    let mut count: Vec<(String, usize, usize)> = Vec::new();
+    for r in results {
+        for m in report::summarise(&r.traces, r.scenario.interval_s) {
+            let slos: Vec<String> = r
+                .scenario
+                .classes
+                .iter()
+                .map(|c| format!("{:.1}", c.slo.max_slowdown))
+                .collect();
+            let _ = writeln!(
+                rows,
+                "| {} | {} | {} | {}/{} | {} |",
+                r.label,
+                slos.join(" / "),
+                m.tuner,
+                m.converged,
+                m.runs,
+                m.convergence.cell(0)
+            );
+            match count.iter_mut().find(|c| c.0 == m.tuner) {
+                Some(c) => {
+                    c.1 += usize::from(m.converged * 2 > m.runs);
+                    c.2 += 1;
+                }
+                None => count.push((m.tuner.clone(), usize::from(m.converged * 2 > m.runs), 1)),
+            }
+        }
+    }
+    let mut s = String::from("# Scale study overview\n\n");
+    for (t, c, n) in &count {
+        let _ = writeln!(
+            s,
+            "* {t}: **{c}/{n} scenarios converged** (in more than half of their runs)"
+        );
+    }
+    s += "\n| scenario | SLOs (AF11 / AF21 / AF31) | tuner | converged runs | convergence iteration |\n|---|---|---|---|---|\n";
+    s + &rows + "\n"
+}

@@ -1,0 +1,417 @@
+//! Summaries of a study's runs: per tuner over seeds, the paper's metrics (convergence in
+//! iterations and in minutes of control time, hindsight regret, min-max fairness, final
+//! objective) as median and spread (min–max), written as Markdown and CSV. Writes only inside
+//! the output directory it is given.
+
+use crate::closed_loop::RunTrace;
+use crate::EvalError;
+use polyphony_core::metrics;
+use polyphony_spec::Scenario;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Consecutive compliant iterations that count as converged (paper §8.1).
+pub const CONVERGENCE_K: usize = 3;
+
+/// All runs of one scenario.
+#[derive(Debug, Clone)]
+pub struct ScenarioResult {
+    /// Short label used in file names and tables (e.g. `high`).
+    pub label: String,
+    /// The scenario as run.
+    pub scenario: Scenario,
+    /// Every (tuner, seed) run.
+    pub traces: Vec<RunTrace>,
+}
+
+/// Median, minimum and maximum of a set of values (infinite = "never").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `v` (NaN values dropped; all NaN for an empty set).
+    pub fn of(v: &[f64]) -> Spread {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+        if s.is_empty() {
+            return Spread {
+                median: f64::NAN,
+                min: f64::NAN,
+                max: f64::NAN,
+            };
+        }
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 {
+            s[n / 2]
+        } else if s[n / 2 - 1].is_infinite() || s[n / 2].is_infinite() {
+            // Averaging with "never" is never; pick the later of the two middle values.
+            s[n / 2]
+        } else {
+            0.5 * (s[n / 2 - 1] + s[n / 2])
+        };
+        Spread {
+            median,
+            min: s[0],
+            max: s[n - 1],
+        }
+    }
+
+    /// `median (min–max)` with `digits` decimals; infinite values print as `never`.
+    pub fn cell(&self, digits: usize) -> String {
+        let f = |x: f64| {
+            if x.is_infinite() {
+                "never".to_string()
+            } else if x.is_nan() {
+                "–".to_string()
+            } else {
+                format!("{x:.digits$}")
+            }
+        };
+        if self.min == self.max || (self.min.is_nan() && self.max.is_nan()) {
+            f(self.median)
+        } else {
+            format!("{} ({}–{})", f(self.median), f(self.min), f(self.max))
+        }
+    }
+}
+
+/// One tuner's metrics over seeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Tuner name.
+    pub tuner: String,
+    /// Runs (seeds).
+    pub runs: usize,
+    /// Runs that converged.
+    pub converged: usize,
+    /// Convergence iteration (0-based: the first of k compliant intervals); ∞ = never.
+    pub convergence: Spread,
+    /// The same in minutes of control time: iteration × interval.
+    pub minutes: Spread,
+    /// Hindsight regret Σ_t (J_t − J_ref), J_ref = the lowest J any tuner measured on that seed.
+    pub regret: Spread,
+    /// min r / max r of the last interval.
+    pub fairness: Spread,
+    /// J of the last interval.
+    pub final_objective: Spread,
+    /// Intervals in which some SLO was missed.
+    pub violations: Spread,
+    /// Mean wall seconds of observe + propose per iteration.
+    pub decide_s: Spread,
+}
+
+/// The regret reference of each seed: the lowest finite J any tuner measured on it.
+fn references(traces: &[RunTrace]) -> Vec<(u64, f64)> {
+    let mut seeds: Vec<u64> = traces.iter().map(|t| t.seed).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    seeds
+        .into_iter()
+        .map(|s| {
+            let r = traces
+                .iter()
+                .filter(|t| t.seed == s)
+                .flat_map(|t| t.objectives())
+                .filter(|j| j.is_finite())
+                .fold(f64::INFINITY, f64::min);
+            (s, r)
+        })
+        .collect()
+}
+
+/// Summaries per tuner, in the order tuners first appear in `traces`.
+pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
+    let refs = references(traces);
+    let mut names: Vec<&str> = Vec::new();
+    for t in traces {
+        if !names.contains(&t.tuner.as_str()) {
+            names.push(&t.tuner);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let runs: Vec<&RunTrace> = traces.iter().filter(|t| t.tuner == name).collect();
+            let conv: Vec<f64> = runs
+                .iter()
+                .map(|t| metrics::convergence_iteration(&t.ratios(), CONVERGENCE_K).map_or(f64::INFINITY, |c| c as f64))
+                .collect();
+            let regret: Vec<f64> = runs
+                .iter()
+                .map(|t| {
+                    let r = refs.iter().find(|(s, _)| *s == t.seed).map_or(f64::NAN, |x| x.1);
+                    let js: Vec<f64> = t.objectives().into_iter().filter(|j| j.is_finite()).collect();
+                    metrics::hindsight_regret(&js, Some(r))
+                })
+                .collect();
+            let last = |t: &RunTrace| t.records.iter().rev().find(|r| r.objective.is_finite()).cloned();
+            let fairness: Vec<f64> = runs
+                .iter()
+                .map(|t| last(t).map_or(f64::NAN, |r| metrics::min_max_fairness(&r.ratios)))
+                .collect();
+            let fin: Vec<f64> = runs.iter().map(|t| last(t).map_or(f64::NAN, |r| r.objective)).collect();
+            let viol: Vec<f64> = runs
+                .iter()
+                .map(|t| t.records.iter().filter(|r| !r.ratios.iter().all(|v| *v <= 1.0)).count() as f64)
+                .collect();
+            let decide: Vec<f64> = runs
+                .iter()
+                .map(|t| t.records.iter().map(|r| r.decide_s).sum::<f64>() / t.records.len().max(1) as f64)
+                .collect();
+            let minutes: Vec<f64> = conv.iter().map(|c| c * interval_s / 60.0).collect();
+            Summary {
+                tuner: name.to_string(),
+                runs: runs.len(),
+                converged: conv.iter().filter(|c| c.is_finite()).count(),
+                convergence: Spread::of(&conv),
+                minutes: Spread::of(&minutes),
+                regret: Spread::of(&regret),
+                fairness: Spread::of(&fairness),
+                final_objective: Spread::of(&fin),
+                violations: Spread::of(&viol),
+                decide_s: Spread::of(&decide),
+            }
+        })
+        .collect()
+}
+
+/// The Markdown table of `summaries` (median over seeds, min–max in parentheses).
+pub fn markdown(summaries: &[Summary]) -> String {
+    let mut s = String::from(
+        "| tuner | converged runs | convergence iteration | convergence (min of control time) | regret | fairness | final J | violating intervals | decide s / iteration |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for m in summaries {
+        let _ = writeln!(
+            s,
+            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |",
+            m.tuner,
+            m.converged,
+            m.runs,
+            m.convergence.cell(0),
+            m.minutes.cell(1),
+            m.regret.cell(1),
+            m.fairness.cell(2),
+            m.final_objective.cell(2),
+            m.violations.cell(0),
+            m.decide_s.cell(2),
+        );
+    }
+    s
+}
+
+/// CSV of every iteration of every run (one header line; p99, ratio and knobs per class).
+pub fn iterations_csv(res: &ScenarioResult) -> String {
+    let sc = &res.scenario;
+    let names: Vec<&str> = sc.classes.iter().map(|c| c.name.as_str()).collect();
+    let mut s = String::from("scenario,tuner,seed,iteration,minutes");
+    for prefix in ["p99", "ratio", "weight", "ecn_bytes", "initcwnd"] {
+        for n in &names {
+            let _ = write!(s, ",{prefix}_{n}");
+        }
+    }
+    s += ",objective,model_evaluations,decide_s\n";
+    for t in &res.traces {
+        for r in &t.records {
+            let _ = write!(
+                s,
+                "{},{},{},{},{:.3}",
+                res.label,
+                t.tuner,
+                t.seed,
+                r.iteration,
+                r.iteration as f64 * sc.interval_s / 60.0
+            );
+            for v in r.p99.iter().chain(&r.ratios) {
+                let _ = write!(s, ",{v:.4}");
+            }
+            for c in &sc.classes {
+                match r.config.class(c.dscp) {
+                    Some(k) => {
+                        let _ = write!(s, ",{:.4}", k.weight);
+                    }
+                    None => s += ",",
+                }
+            }
+            for c in &sc.classes {
+                let _ = write!(s, ",{}", r.config.class(c.dscp).map_or(0, |k| k.ecn_threshold.0));
+            }
+            for c in &sc.classes {
+                let _ = write!(s, ",{}", r.config.class(c.dscp).map_or(0, |k| k.init_cwnd.0));
+            }
+            let _ = writeln!(s, ",{:.4},{},{:.3}", r.objective, r.model_evaluations, r.decide_s);
+        }
+    }
+    s
+}
+
+/// CSV of the summaries.
+pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
+    let mut s = String::from(
+        "scenario,tuner,runs,converged,convergence_median,convergence_min,convergence_max,minutes_median,regret_median,regret_min,regret_max,fairness_median,final_objective_median,violations_median,decide_s_median\n",
+    );
+    for m in summaries {
+        let _ = writeln!(
+            s,
+            "{label},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
+            m.tuner,
+            m.runs,
+            m.converged,
+            m.convergence.median,
+            m.convergence.min,
+            m.convergence.max,
+            m.minutes.median,
+            m.regret.median,
+            m.regret.min,
+            m.regret.max,
+            m.fairness.median,
+            m.final_objective.median,
+            m.violations.median,
+            m.decide_s.median
+        );
+    }
+    s
+}
+
+/// Writes `text` to `dir/name`, creating `dir`.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), EvalError> {
+    let path = dir.join(name);
+    let err = |e: std::io::Error| EvalError::Write {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    std::fs::write(&path, text).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::closed_loop::IterationRecord;
+    use polyphony_spec::{Bytes, Dscp, NetworkConfig, Packets, TrafficClass};
+
+    fn trace(tuner: &str, seed: u64, rows: &[(f64, f64, f64)]) -> RunTrace {
+        let cfg = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21], Bytes(30_000), Packets(10));
+        RunTrace {
+            tuner: tuner.into(),
+            seed,
+            records: rows
+                .iter()
+                .enumerate()
+                .map(|(i, &(r1, r2, j))| IterationRecord {
+                    iteration: i,
+                    config: cfg.clone(),
+                    p99: vec![r1 * 10.0, r2 * 20.0],
+                    ratios: vec![r1, r2],
+                    objective: j,
+                    decide_s: 0.0,
+                    model_evaluations: 0,
+                    reason: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn metrics_of_a_known_run_are_what_the_definitions_say() {
+        // "a" converges at iteration 1 on seed 0 and at 0 on seed 1; "b" never converges.
+        let traces = vec![
+            trace(
+                "a",
+                0,
+                &[(2.0, 0.5, 2.0), (0.9, 0.5, 0.9), (0.8, 0.4, 0.8), (0.9, 0.9, 0.95)],
+            ),
+            trace(
+                "a",
+                1,
+                &[(0.5, 0.5, 0.6), (0.9, 0.5, 0.9), (0.8, 0.4, 0.8), (0.5, 0.25, 0.55)],
+            ),
+            trace(
+                "b",
+                0,
+                &[(2.0, 0.5, 2.0), (1.5, 0.5, 1.5), (0.8, 0.4, 0.8), (1.2, 0.6, 1.2)],
+            ),
+            trace(
+                "b",
+                1,
+                &[(2.0, 0.5, 2.0), (2.0, 0.5, 2.0), (2.0, 0.5, 2.0), (2.0, 1.0, 2.0)],
+            ),
+        ];
+        let s = summarise(&traces, 30.0);
+        assert_eq!(s.len(), 2);
+        let (a, b) = (&s[0], &s[1]);
+        assert_eq!((a.tuner.as_str(), a.runs, a.converged), ("a", 2, 2));
+        assert_eq!(
+            (a.convergence.median, a.convergence.min, a.convergence.max),
+            (0.5, 0.0, 1.0)
+        );
+        // 30 s intervals: iteration 1 starts after 0.5 minutes.
+        assert_eq!(a.minutes.max, 0.5);
+        // Seed 0's reference is 0.8 (reached by both); a: (2.0+0.9+0.8+0.95) − 4·0.8 = 1.45.
+        // Seed 1's reference is 0.55 (a); a: 2.85 − 4·0.55 = 0.65; b: 8 − 2.2 = 5.8.
+        assert!((a.regret.min - 0.65).abs() < 1e-9 && (a.regret.max - 1.45).abs() < 1e-9);
+        assert!((b.regret.max - 5.8).abs() < 1e-9 && (b.regret.min - (5.5 - 3.2)).abs() < 1e-9);
+        assert_eq!((b.converged, b.convergence.median), (0, f64::INFINITY));
+        // Fairness of the last interval: a → 0.9/0.9 = 1 and 0.25/0.5 = 0.5.
+        assert_eq!((a.fairness.min, a.fairness.max), (0.5, 1.0));
+        assert_eq!(a.final_objective.median, 0.5 * (0.95 + 0.55));
+        // b misses an SLO in 3 (seed 0) and 4 (seed 1) intervals.
+        assert_eq!((b.violations.min, b.violations.max), (3.0, 4.0));
+        let md = markdown(&s);
+        assert!(md.contains("| a | 2/2 | 0 (0–1) | 0.2 (0.0–0.5) |"), "{md}");
+        assert!(md.contains("| b | 0/2 | never | never |"), "{md}");
+    }
+
+    #[test]
+    fn a_skipped_interval_counts_as_a_violation_and_not_in_the_regret() {
+        let mut t = trace("a", 0, &[(0.5, 0.5, 0.6), (0.5, 0.5, 0.6), (0.5, 0.5, 0.6)]);
+        t.records[1].ratios = vec![f64::NAN, 0.5];
+        t.records[1].objective = f64::NAN;
+        let s = summarise(&[t], 12.0);
+        assert_eq!(s[0].converged, 0);
+        assert_eq!(s[0].violations.median, 1.0);
+        assert_eq!(s[0].regret.median, 0.0);
+    }
+
+    #[test]
+    fn csv_has_one_line_per_iteration_and_the_class_columns() {
+        let sc = Scenario {
+            name: "t".into(),
+            description: String::new(),
+            seed: 1,
+            interval_s: 12.0,
+            topology: polyphony_spec::TopologySpec::Dumbbell {
+                senders: 2,
+                rate_mbps: 100.0,
+                link_delay_us: 2.5,
+            },
+            classes: vec![
+                TrafficClass::new("AF11", Dscp::AF11, 10.0),
+                TrafficClass::new("AF21", Dscp::AF21, 20.0),
+            ],
+            mix: vec![],
+            phases: vec![],
+            initial: None,
+        };
+        let res = ScenarioResult {
+            label: "x".into(),
+            scenario: sc,
+            traces: vec![trace("a", 0, &[(2.0, 0.5, 2.0), (0.9, 0.5, 0.9)])],
+        };
+        let csv = iterations_csv(&res);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].contains("p99_AF11,p99_AF21,ratio_AF11"));
+        assert!(
+            lines[2].starts_with("x,a,0,1,0.200,9.0000,10.0000,0.9000,0.5000,0.5000,0.5000,30000,30000,10,10,0.9000"),
+            "{}",
+            lines[2]
+        );
+    }
+}

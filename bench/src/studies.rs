@@ -1,0 +1,173 @@
+//! The studies of the paper's §8 as scenarios: convergence (Table 2: the reference scenario at
+//! three SLO tightnesses), ablation (§8.4: high tightness), adaptation (Table 3: four load
+//! phases, uniform SLO 13.5, phase lengths scaled to a number of intervals) and the scale study
+//! (§8.5, built in [`crate::scale`]). Reads the scenario TOML files it is pointed at; nothing else.
+
+use crate::tuners;
+use crate::EvalError;
+use polyphony::network::load_scenario;
+use polyphony_core::default_initial;
+use polyphony_model::TrafficMatrix;
+use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, TopologySpec};
+use std::path::PathBuf;
+
+/// Which study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Study {
+    /// Table 2: every tuner at low, medium and high SLO tightness.
+    Convergence,
+    /// Table 3: four load phases with a uniform SLO.
+    Adaptation,
+    /// §8.4: the full controller against one ablation per component, high tightness.
+    Ablation,
+    /// §8.5: 24 leaf-spine scenarios.
+    Scale,
+}
+
+impl Study {
+    /// Its name on the command line and in file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Study::Convergence => "convergence",
+            Study::Adaptation => "adaptation",
+            Study::Ablation => "ablation",
+            Study::Scale => "scale",
+        }
+    }
+
+    /// The tuners run when the user names none.
+    pub fn default_tuners(self) -> Vec<String> {
+        let v: &[&str] = match self {
+            Study::Convergence | Study::Adaptation => &tuners::ALL,
+            Study::Ablation => &tuners::ABLATION,
+            Study::Scale => &["polyphony"],
+        };
+        v.iter().map(|s| s.to_string()).collect()
+    }
+}
+
+/// SLO tightness of the reference scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tightness {
+    /// SLOs (12, 16, 22).
+    Low,
+    /// SLOs (11, 15, 20).
+    Medium,
+    /// SLOs (10, 13, 17).
+    High,
+}
+
+impl Tightness {
+    /// `low`, `medium` or `high`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tightness::Low => "low",
+            Tightness::Medium => "medium",
+            Tightness::High => "high",
+        }
+    }
+}
+
+/// How to build a study's scenarios.
+#[derive(Debug, Clone)]
+pub struct StudyOptions {
+    /// Where `reference-{low,medium,high}.toml` and `adaptation.toml` live.
+    pub scenario_dir: PathBuf,
+    /// Override of the dumbbell's one-way link delay (µs); `None` keeps the files' value.
+    pub delay_us: Option<f64>,
+    /// Tightness levels of the convergence study.
+    pub tightness: Vec<Tightness>,
+    /// Intervals per load phase of the adaptation study.
+    pub phase_iterations: usize,
+    /// Override of the control interval (s).
+    pub interval_s: Option<f64>,
+}
+
+/// One scenario of a study, ready to run.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Label in tables and file names.
+    pub label: String,
+    /// The scenario as run.
+    pub scenario: Scenario,
+    /// Leaf-spine traffic matrix.
+    pub matrix: TrafficMatrix,
+    /// Where every tuner starts.
+    pub start: NetworkConfig,
+    /// The knob space.
+    pub knobs: KnobSpace,
+}
+
+impl Planned {
+    /// A scenario with its default start (the scenario's `initial`, else equal weights,
+    /// K = 30 kB, initcwnd 10) and the per-class default knob space.
+    pub fn new(label: &str, scenario: Scenario, matrix: TrafficMatrix) -> Planned {
+        let start = scenario
+            .initial
+            .clone()
+            .unwrap_or_else(|| default_initial(&scenario.classes));
+        let knobs = KnobSpace::per_class_default(&scenario.dscps(), scenario.topology.reference_rate());
+        Planned {
+            label: label.into(),
+            scenario,
+            matrix,
+            start,
+            knobs,
+        }
+    }
+}
+
+fn load(opts: &StudyOptions, file: &str) -> Result<Scenario, EvalError> {
+    let path = opts.scenario_dir.join(file);
+    let mut s = load_scenario(&path).map_err(|e| {
+        EvalError::Usage(format!(
+            "{e:#} (point --scenario-dir at the directory holding {file}, e.g. configs/scenarios)"
+        ))
+    })?;
+    if let Some(d) = opts.delay_us {
+        match &mut s.topology {
+            TopologySpec::Dumbbell { link_delay_us, .. } | TopologySpec::LeafSpine { link_delay_us, .. } => {
+                *link_delay_us = d
+            }
+        }
+        s.name = format!("{}-delay{d}us", s.name);
+    }
+    if let Some(i) = opts.interval_s {
+        s.interval_s = i;
+    }
+    s.validate()
+        .map_err(|e| EvalError::Usage(format!("{}: {e}", path.display())))?;
+    Ok(s)
+}
+
+/// The dumbbell scenarios of `study` (the scale study is planned by [`crate::scale::plan`]).
+pub fn plan(study: Study, opts: &StudyOptions) -> Result<Vec<Planned>, EvalError> {
+    match study {
+        Study::Convergence => opts
+            .tightness
+            .iter()
+            .map(|t| {
+                let s = load(opts, &format!("reference-{}.toml", t.name()))?;
+                Ok(Planned::new(t.name(), s, TrafficMatrix::default()))
+            })
+            .collect(),
+        Study::Ablation => {
+            let s = load(opts, "reference-high.toml")?;
+            Ok(vec![Planned::new("high", s, TrafficMatrix::default())])
+        }
+        Study::Adaptation => {
+            let mut s = load(opts, "adaptation.toml")?;
+            if opts.phase_iterations == 0 {
+                return Err(EvalError::Usage("--phase-iterations 0: give at least 1".into()));
+            }
+            let len = opts.phase_iterations as f64 * s.interval_s;
+            for p in &mut s.phases {
+                p.duration_s = len;
+            }
+            Ok(vec![Planned::new("phases", s, TrafficMatrix::default())])
+        }
+        Study::Scale => Err(EvalError::Usage(
+            "the scale study builds its scenarios itself (crate::scale::plan)".into(),
+        )),
+    }
+}
