@@ -17,5 +17,8 @@ fn every_shipped_scenario_is_valid() {
             seen += 1;
         }
     }
-    assert!(seen >= 4, "expected the reference and adaptation scenarios, found {seen}");
+    assert!(
+        seen >= 4,
+        "expected the reference and adaptation scenarios, found {seen}"
+    );
 }
