@@ -1,6 +1,6 @@
 //! Traffic classes (a DSCP code point each) and their service-level objectives.
 
-use crate::SpecError;
+use crate::{ClassSli, SpecError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -73,7 +73,7 @@ impl fmt::Display for Dscp {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Slo {
-    /// Which percentile, in (0, 1). The paper uses 0.99.
+    /// Which percentile: 0.5, 0.99 or 0.999 (the ones [`ClassSli`] keeps). The paper uses 0.99.
     #[serde(default = "default_percentile")]
     pub percentile: f64,
     /// The threshold v_i on the slowdown (unitless, ≥ 1).
@@ -94,11 +94,14 @@ impl Slo {
     }
     /// Checks the objective; `field` names it in the error.
     pub fn validate(&self, field: &str) -> Result<(), SpecError> {
-        if !(self.percentile > 0.0 && self.percentile < 1.0) {
+        if ClassSli::KEPT_PERCENTILES
+            .iter()
+            .all(|&q| (q - self.percentile).abs() > 1e-9)
+        {
             return Err(SpecError::invalid(
                 format!("{field}.percentile"),
                 self.percentile,
-                "a percentile is a fraction strictly between 0 and 1 (0.99 for p99)",
+                "SLIs are kept as p50, p99 and p99.9: use 0.5, 0.99 or 0.999",
             ));
         }
         if !(self.max_slowdown.is_finite() && self.max_slowdown >= 1.0) {
@@ -143,8 +146,9 @@ impl TrafficClass {
     }
 }
 
-/// Checks a list of classes: non-empty, distinct DSCPs and names, valid objectives.
-pub(crate) fn validate_classes(classes: &[TrafficClass], field: &str) -> Result<(), SpecError> {
+/// Checks a list of classes: non-empty, distinct DSCPs and names, valid objectives and weights.
+/// `field` names the list in errors (e.g. `classes`, giving `classes[1].dscp`).
+pub fn validate_classes(classes: &[TrafficClass], field: &str) -> Result<(), SpecError> {
     if classes.is_empty() {
         return Err(SpecError::invalid(field, "[]", "declare at least one traffic class"));
     }

@@ -21,7 +21,7 @@ mod scenario;
 mod sli;
 mod units;
 
-pub use class::{Dscp, Slo, TrafficClass};
+pub use class::{validate_classes, Dscp, Slo, TrafficClass};
 pub use config::{ClassConfig, NetworkConfig};
 pub use error::SpecError;
 pub use flow::{Flow, FlowId, HostId, Workload};

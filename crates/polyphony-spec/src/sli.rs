@@ -135,13 +135,18 @@ impl ClassSli {
         })
     }
 
+    /// The percentiles kept: p50, p99 and p99.9.
+    pub const KEPT_PERCENTILES: [f64; 3] = [0.5, 0.99, 0.999];
+
     /// The statistic an objective with percentile `q` refers to (p50, p99 or p99.9; other
     /// percentiles are not kept and give `None`).
     pub fn at(&self, q: f64) -> Option<f64> {
-        [(0.5, self.p50), (0.99, self.p99), (0.999, self.p999)]
+        let kept = [self.p50, self.p99, self.p999];
+        Self::KEPT_PERCENTILES
             .iter()
-            .find(|(p, _)| (p - q).abs() < 1e-9)
-            .map(|&(_, v)| v)
+            .zip(kept)
+            .find(|(p, _)| (*p - q).abs() < 1e-9)
+            .map(|(_, v)| v)
     }
 }
 

@@ -405,7 +405,7 @@ impl DaemonConfig {
             return Err(bad("state_dir", &"\"\"", "name a directory for controller state"));
         }
         // The spec's class rules (distinct DSCPs and names, SLO ≥ 1, ...), via a scenario-less check.
-        validate_classes(&self.classes).map_err(|e| spec("", e))?;
+        polyphony_spec::validate_classes(&self.classes, "classes").map_err(|e| spec("", e))?;
         let space = self.knob_space();
         validate_knobs(&space, &self.dscps()).map_err(|e| spec("", e))?;
         self.controller.validate().map_err(|e| match e {
@@ -552,48 +552,6 @@ fn check_url(key: &'static str, url: &str) -> Result<(), (&'static str, String, 
             "an http:// URL, e.g. \"http://127.0.0.1:9100/metrics\"",
         ))
     }
-}
-
-fn validate_classes(classes: &[TrafficClass]) -> Result<(), SpecError> {
-    if classes.is_empty() {
-        return Err(SpecError::invalid(
-            "classes",
-            "[]",
-            "declare at least one [[classes]] entry",
-        ));
-    }
-    for (i, c) in classes.iter().enumerate() {
-        let f = format!("classes[{i}]");
-        c.slo.validate(&format!("{f}.slo"))?;
-        if c.slo.percentile != 0.99 && c.slo.percentile != 0.5 && c.slo.percentile != 0.999 {
-            return Err(SpecError::invalid(
-                format!("{f}.slo.percentile"),
-                c.slo.percentile,
-                "the SLI sources report p50, p99 and p99.9: use 0.5, 0.99 or 0.999",
-            ));
-        }
-        if !(c.weight.is_finite() && c.weight > 0.0) {
-            return Err(SpecError::invalid(format!("{f}.weight"), c.weight, "a positive number"));
-        }
-        if c.name.trim().is_empty() {
-            return Err(SpecError::invalid(format!("{f}.name"), "\"\"", "give the class a name"));
-        }
-        if let Some(j) = classes[..i].iter().position(|o| o.dscp == c.dscp) {
-            return Err(SpecError::invalid(
-                format!("{f}.dscp"),
-                c.dscp,
-                format!("DSCP already used by classes[{j}]: each class needs its own code point"),
-            ));
-        }
-        if let Some(j) = classes[..i].iter().position(|o| o.name == c.name) {
-            return Err(SpecError::invalid(
-                format!("{f}.name"),
-                &c.name,
-                format!("name already used by classes[{j}]"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn validate_knobs(space: &KnobSpace, dscps: &[Dscp]) -> Result<(), SpecError> {

@@ -1,14 +1,14 @@
 //! `polyphony demo`: the closed loop on a scenario (the reference scenario at medium SLO
-//! tightness, embedded) against the in-process simulated network — pktsim plays the live
-//! network, flowsim is the controller's model — starting from a deliberately poor
-//! configuration. One line per iteration, the convergence iteration (polyphony-core's
+//! tightness, time-scaled for simulation, embedded) against the in-process simulated network —
+//! pktsim plays the live network, flowsim is the controller's model — starting from a
+//! deliberately poor configuration. One line per iteration, the convergence iteration (polyphony-core's
 //! definition: the first iteration from which all SLOs hold for 3 consecutive iterations), and a
 //! plot. Writes only the plot and the optional JSON-lines file.
 
 use crate::cli::DemoArgs;
 use crate::config::ModelKind;
 use crate::model_adapter::{network_model, pool, WindowModel};
-use crate::network::{load_scenario, reference_medium, SimulatedNetwork, Traffic};
+use crate::network::{demo_scenario, load_scenario, SimulatedNetwork, Traffic};
 use crate::plot::{self, ClassSeries};
 use crate::Failure;
 use anyhow::{anyhow, Context};
@@ -89,7 +89,7 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
     }
     let mut scenario = match &args.scenario {
         Some(p) => load_scenario(p).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?,
-        None => reference_medium()?,
+        None => demo_scenario()?,
     };
     let m = args.measure_s;
     if !(m.is_finite() && (1.0..=600.0).contains(&m)) {
