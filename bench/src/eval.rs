@@ -259,6 +259,11 @@ Fairness = min r / max r and final J of the last measured interval.\n\n",
     if o.study == Study::Scale {
         md = scale_overview(results) + &md;
     }
+    if o.study == Study::Adaptation {
+        for r in results {
+            md += &phase_table(r);
+        }
+    }
     report::write_file(dir, "summary.md", &md)?;
     report::write_file(dir, "summary.csv", &all_sum)?;
     report::write_file(dir, "iterations.csv", &all_iter)
@@ -305,4 +310,58 @@ pub fn scale_overview(results: &[ScenarioResult]) -> String {
     }
     s += "\n| scenario | SLOs (AF11 / AF21 / AF31) | tuner | converged runs | convergence iteration |\n|---|---|---|---|---|\n";
     s + &rows + "\n"
+}
+
+/// Adaptation: per load phase, the intervals from the phase's start until every SLO held for
+/// k consecutive intervals inside the phase (median over seeds, min–max; "never" if not within
+/// the phase), and the intervals of the phase with a missed SLO.
+pub fn phase_table(r: &ScenarioResult) -> String {
+    let mut bounds = Vec::new();
+    let mut t0 = 0usize;
+    for p in &r.scenario.phases {
+        let n = (p.duration_s / r.scenario.interval_s).round().max(1.0) as usize;
+        bounds.push((t0, t0 + n));
+        t0 += n;
+    }
+    let mut s = format!(
+        "## {}: re-convergence after each load shift\n\nIntervals from the start of each phase until every SLO held for {} consecutive intervals within the phase (median over seeds, min–max); then the median number of intervals of the phase with a missed SLO.\n\n| tuner |",
+        r.label,
+        report::CONVERGENCE_K
+    );
+    let roman = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII"];
+    for (i, _) in bounds.iter().enumerate() {
+        let _ = write!(s, " phase {} |", roman.get(i).copied().unwrap_or("?"));
+    }
+    s += "\n|---|";
+    s += &"---|".repeat(bounds.len());
+    s += "\n";
+    let mut names: Vec<&str> = Vec::new();
+    for t in &r.traces {
+        if !names.contains(&t.tuner.as_str()) {
+            names.push(&t.tuner);
+        }
+    }
+    for name in names {
+        let _ = write!(s, "| {name} |");
+        for &(a, b) in &bounds {
+            let mut conv = Vec::new();
+            let mut viol = Vec::new();
+            for t in r.traces.iter().filter(|t| t.tuner == name) {
+                let ratios: Vec<Vec<f64>> = t.ratios().into_iter().skip(a).take(b - a).collect();
+                conv.push(
+                    polyphony_core::convergence_iteration(&ratios, report::CONVERGENCE_K)
+                        .map_or(f64::INFINITY, |c| c as f64),
+                );
+                viol.push(ratios.iter().filter(|r| !r.iter().all(|v| *v <= 1.0)).count() as f64);
+            }
+            let _ = write!(
+                s,
+                " {} · {} missed |",
+                report::Spread::of(&conv).cell(0),
+                report::Spread::of(&viol).cell(0)
+            );
+        }
+        s += "\n";
+    }
+    s + "\n"
 }
