@@ -8,7 +8,7 @@ pub use crate::tuners::ALL;
 use polyphony_core::{
     default_initial, metrics, Controller, ControllerParams, CoreError, Objective, Observation, Tuner, Variant,
 };
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Builds tuner `name` for the synthetic problem.
@@ -97,15 +97,7 @@ pub fn primed_controller(params: ControllerParams, samples: usize) -> Result<Con
     let mut noise = Xoshiro256PlusPlus::seed_from_u64(2);
     let space = &problem.space;
     while c.samples() < samples {
-        let z: Vec<f64> = (0..space.dim())
-            .map(|i| {
-                if i < space.n_hypercube() {
-                    rng.gen::<f64>()
-                } else {
-                    rng.gen::<f64>() * 2.0 - 1.0
-                }
-            })
-            .collect();
+        let z = tuners::random_z(space, &mut rng, 1.0);
         let cfg = space.config_of(&space.point_of(&z), c.initial())?;
         let (_, slis) = problem.measure(&cfg, &mut noise);
         c.observe(&Observation {

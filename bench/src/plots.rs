@@ -6,20 +6,16 @@
 use crate::closed_loop::RunTrace;
 use crate::report::ScenarioResult;
 use crate::EvalError;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
+/// The i-th line colour (plotters' 99-colour palette).
+fn colour(i: usize) -> RGBColor {
+    let c = Palette99::pick(i).to_rgba();
+    RGBColor(c.0, c.1, c.2)
+}
 
 /// One line of a panel.
 struct Line {
@@ -63,35 +59,39 @@ fn panel(
         .x_label_area_size(32)
         .y_label_area_size(56);
     if log_y {
-        let mut chart = b
+        let chart = b
             .build_cartesian_2d(0f64..x1, (y0 * 0.8..y1 * 1.25).log_scale())
             .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("minutes of control time")
-            .y_desc(y_label)
-            .draw()
-            .map_err(draw_err)?;
-        for l in lines {
-            series(&mut chart, l)?;
-        }
-        legend(&mut chart)
+        fill(chart, y_label, lines)
     } else {
         let pad = (y1 - y0).abs().max(1e-6) * 0.1;
-        let mut chart = b
+        let chart = b
             .build_cartesian_2d(0f64..x1, (y0 - pad)..(y1 + pad))
             .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("minutes of control time")
-            .y_desc(y_label)
-            .draw()
-            .map_err(draw_err)?;
-        for l in lines {
-            series(&mut chart, l)?;
-        }
-        legend(&mut chart)
+        fill(chart, y_label, lines)
     }
+}
+
+/// Mesh, lines and legend of a chart whose axes are built.
+fn fill<'a, X, Y>(
+    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    y_label: &str,
+    lines: &[Line],
+) -> Result<(), EvalError>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc("minutes of control time")
+        .y_desc(y_label)
+        .draw()
+        .map_err(draw_err)?;
+    for l in lines {
+        series(&mut chart, l)?;
+    }
+    legend(&mut chart)
 }
 
 fn series<'a, X, Y>(chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>, l: &Line) -> Result<(), EvalError>
@@ -152,7 +152,7 @@ fn minutes(res: &ScenarioResult, i: usize) -> f64 {
 fn class_lines(res: &ScenarioResult, t: &RunTrace) -> Vec<Line> {
     let mut lines = Vec::new();
     for (ci, c) in res.scenario.classes.iter().enumerate() {
-        let colour = COLOURS[ci % COLOURS.len()];
+        let colour = colour(ci);
         lines.push(Line {
             label: format!("{} p99", c.name),
             colour,
@@ -223,7 +223,7 @@ pub fn objective(res: &ScenarioResult, path: &Path) -> Result<(), EvalError> {
         .enumerate()
         .map(|(i, t)| Line {
             label: t.tuner.clone(),
-            colour: COLOURS[i % COLOURS.len()],
+            colour: colour(i),
             points: t
                 .records
                 .iter()
@@ -259,7 +259,7 @@ pub fn knobs(res: &ScenarioResult, tuner: &str, path: &Path) -> Result<(), EvalE
             .enumerate()
             .map(|(ci, c)| Line {
                 label: c.name.clone(),
-                colour: COLOURS[ci % COLOURS.len()],
+                colour: colour(ci),
                 points: t
                     .records
                     .iter()

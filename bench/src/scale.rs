@@ -13,7 +13,7 @@ use crate::EvalError;
 use polyphony_core::Space;
 use polyphony_model::{FlowSim, Locality, NetworkModel, TrafficMatrix};
 use polyphony_spec::{ClassMix, Dscp, Nanos, NetworkConfig, Scenario, SliVector, TopologySpec, TrafficClass};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::Arc;
 
@@ -28,6 +28,8 @@ pub struct ScaleOptions {
     pub interval_s: f64,
     /// Random configurations flowsim ranks for the near-optimal baseline.
     pub candidates: usize,
+    /// Length of the baseline window (the paper's 500 ms warm-up).
+    pub baseline_s: f64,
 }
 
 impl Default for ScaleOptions {
@@ -37,6 +39,7 @@ impl Default for ScaleOptions {
             hosts_per_rack: 8,
             interval_s: 0.05,
             candidates: 32,
+            baseline_s: 0.5,
         }
     }
 }
@@ -152,20 +155,13 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
 fn baseline(sc: &Scenario, matrix: TrafficMatrix, opts: &ScaleOptions, seed: u64) -> Result<Vec<f64>, EvalError> {
     let planned = Planned::new(&sc.name, sc.clone(), matrix);
     let traffic = ScenarioTraffic::new(sc.clone(), matrix)?;
-    let window = Arc::new(traffic.window(Nanos(0), sc.interval(), mix(seed ^ 0xBA5E))?);
+    let len = Nanos::from_secs_f64(opts.baseline_s.max(sc.interval_s));
+    let window = Arc::new(traffic.window(Nanos(0), len, mix(seed ^ 0xBA5E))?);
     let space = Space::new(&planned.knobs, None).map_err(|e| EvalError::Scenario(e.to_string()))?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix(seed ^ 0xCAFE));
     let mut configs: Vec<NetworkConfig> = vec![planned.start.clone()];
     for _ in 0..opts.candidates {
-        let z: Vec<f64> = (0..space.dim())
-            .map(|i| {
-                if i < space.n_hypercube() {
-                    rng.gen::<f64>()
-                } else {
-                    rng.gen::<f64>() * 4.0 - 2.0
-                }
-            })
-            .collect();
+        let z = crate::tuners::random_z(&space, &mut rng, 2.0);
         let cfg = space
             .config_of(&space.point_of(&z), &planned.start)
             .map_err(|e| EvalError::Scenario(e.to_string()))?;
@@ -198,7 +194,7 @@ fn baseline(sc: &Scenario, matrix: TrafficMatrix, opts: &ScaleOptions, seed: u64
         .map(|c| {
             sli.get(c.dscp).map(|s| s.p99).ok_or_else(|| {
                 EvalError::Ground(format!(
-                    "{}: class {} finished no flow in the baseline window; use a longer --interval-ms",
+                    "{}: class {} finished no flow in the baseline window; use a longer baseline window",
                     sc.name, c.name
                 ))
             })

@@ -2,8 +2,11 @@
 //! configuration: Polyphony and its ablations (`Controller` variants), model-free whole-space
 //! BO, Bluefin (SelfTune) and the fixed default. Pure construction; no I/O.
 
-use polyphony_core::{Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, Tuner, Variant};
+use polyphony_core::{
+    Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, Space, Tuner, Variant,
+};
 use polyphony_spec::{KnobSpace, NetworkConfig, TrafficClass};
+use rand::Rng;
 
 /// Every tuner the harness knows, in table order.
 pub const ALL: [&str; 8] = [
@@ -82,4 +85,18 @@ pub fn make_tuner(
         params.clone(),
         variant,
     )?))
+}
+
+/// A random unconstrained point of `space`: hypercube coordinates uniform on [0, 1], simplex
+/// logits uniform on [−`logit_span`, `logit_span`] (map with `Space::point_of`).
+pub fn random_z(space: &Space, rng: &mut impl Rng, logit_span: f64) -> Vec<f64> {
+    (0..space.dim())
+        .map(|i| {
+            if i < space.n_hypercube() {
+                rng.gen::<f64>()
+            } else {
+                (rng.gen::<f64>() * 2.0 - 1.0) * logit_span
+            }
+        })
+        .collect()
 }
