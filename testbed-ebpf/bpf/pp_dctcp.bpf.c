@@ -5,7 +5,9 @@
 // Sender (RFC 8257 §3.3): per observation window of one RTT (ended when snd_una passes the
 // sequence number recorded at the window's start), F = marked bytes / acked bytes and
 // alpha <- (1 - g) alpha + g F with g = 1/16 (alpha kept scaled by 1024). On an ECN echo the
-// kernel enters CWR once per window and asks ssthresh: cwnd (1 - alpha / 2).
+// kernel enters CWR once per window and asks ssthresh: cwnd (1 - alpha / 2). The window is
+// set by pp_cong_control (not the kernel's PRR), robust to op results that get lost on this
+// kernel (see pp_sanitize).
 // Receiver (RFC 8257 §3.2): ECE echoes the CE state of the data exactly; when that state
 // flips, data not yet acknowledged is acknowledged at once with the previous state, and the
 // packet that flipped it is acknowledged without delay.
@@ -19,6 +21,9 @@ char LICENSE[] SEC("license") = "GPL";
 #define PP_ECN_DEMAND_CWR 0x4   /* TCP_ECN_DEMAND_CWR */
 #define PP_ALPHA_ONE 1024U
 #define PP_G_SHIFT 4            /* g = 1/16 */
+#define PP_INFINITE_SSTHRESH 0x7fffffffU /* TCP_INFINITE_SSTHRESH */
+#define PP_CWND_SANE (1U << 20) /* no real window here comes near 2^20 packets */
+#define PP_CWND_FALLBACK 10U
 
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 
@@ -64,15 +69,42 @@ void BPF_PROG(pp_init, struct sock *sk)
 	pp_new_window(sk);
 }
 
+/* cwnd (1 - alpha / 2), at least 2. */
+static __always_inline __u32 pp_reduced(struct sock *sk, __u32 cwnd)
+{
+	__u32 cut = (cwnd * pp(sk)->alpha) >> 11; /* cwnd * alpha / 2 */
+
+	return cwnd - cut > 2 ? cwnd - cut : 2;
+}
+
+/* On this kernel (6.18, x86 with the SRSO return thunk) an op call occasionally has no effect
+ * and a returning op hands back garbage: tracing tcp_probe showed ssthresh set to 2165326096
+ * (0x81104110, the low half of the kernel text address 0xffffffff81104110 next to
+ * srso_alias_return_thunk) at about one CWR entry in 400, for flows whose cwnd was 10 or 101,
+ * a value pp_ssthresh cannot compute (its result is at most cwnd), and the ssthresh that
+ * set_state(CWR) writes was missing as well. Why the kernel skips the program was not
+ * determined. An ssthresh above TCP_INFINITE_SSTHRESH made PRR grow cwnd to hundreds of
+ * millions, the flow dumped its send buffer into the class queue and the bfifo dropped
+ * thousands of packets. So the window never depends on one call: pp_cong_control replaces
+ * PRR, and every ACK repairs a window or threshold no real flow can have. */
+static __always_inline void pp_sanitize(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp(sk);
+	__u32 cwnd = tp->snd_cwnd;
+
+	if (cwnd > PP_CWND_SANE) {
+		cwnd = tp->prior_cwnd >= 2 && tp->prior_cwnd <= PP_CWND_SANE ? tp->prior_cwnd
+									 : PP_CWND_FALLBACK;
+		tp->snd_cwnd = cwnd;
+	}
+	if (tp->snd_ssthresh > PP_INFINITE_SSTHRESH)
+		tp->snd_ssthresh = pp_reduced(sk, cwnd);
+}
+
 SEC("struct_ops")
 __u32 BPF_PROG(pp_ssthresh, struct sock *sk)
 {
-	struct pp_state *s = pp(sk);
-	struct tcp_sock *tp = tcp(sk);
-	__u32 cwnd = tp->snd_cwnd;
-	__u32 cut = (cwnd * s->alpha) >> 11; /* cwnd * alpha / 2 */
-
-	return cwnd - cut > 2 ? cwnd - cut : 2;
+	return pp_reduced(sk, tcp(sk)->snd_cwnd);
 }
 
 SEC("struct_ops")
@@ -83,6 +115,7 @@ void BPF_PROG(pp_in_ack_event, struct sock *sk, __u32 flags)
 	__u32 acked = tp->snd_una - s->prior_una;
 	__u32 a;
 
+	pp_sanitize(sk);
 	if (acked == 0 && (flags & CA_ACK_ECE))
 		acked = tp->mss_cache; /* a duplicate ACK still reports one marked segment */
 	s->prior_una = tp->snd_una;
@@ -146,9 +179,16 @@ void BPF_PROG(pp_set_state, struct sock *sk, __u8 new_state)
 	struct tcp_sock *tp = tcp(sk);
 	__u8 old_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
 
+	if (new_state == old_state)
+		return;
+	/* An ECN echo (CWR): ssthresh = cwnd (1 - alpha / 2), written here as well as returned
+	 * by pp_ssthresh, because the returned value can be lost (see pp_sanitize). The kernel
+	 * calls this right after ssthresh and before PRR uses it. */
+	if (new_state == TCP_CA_CWR)
+		tp->snd_ssthresh = pp_reduced(sk, tp->snd_cwnd);
 	/* A loss (fast recovery or timeout) is answered like standard TCP (RFC 8257 §3.4): the
 	 * window is halved whatever alpha says. */
-	if ((new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss) && new_state != old_state) {
+	if (new_state == TCP_CA_Recovery || new_state == TCP_CA_Loss) {
 		__u32 half = tp->snd_cwnd >> 1;
 
 		tp->snd_ssthresh = half > 2 ? half : 2;
@@ -167,7 +207,31 @@ __u32 BPF_PROG(pp_undo_cwnd, struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(pp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
+	pp_sanitize(sk);
 	tcp_reno_cong_avoid(sk, ack, acked);
+}
+
+#define PP_FLAG_DATA_ACKED 0x04 /* FLAG_DATA_ACKED of tcp_input.c */
+
+/* The window itself, instead of the kernel's PRR and the cong_avoid call: a value lost on its
+ * way back from an op (see pp_sanitize) then cannot be multiplied into a window of hundreds of
+ * millions of packets, and a call that does not run leaves the window as it was. In CWR and
+ * fast recovery the window drops to ssthresh at once (as Linux did before PRR); otherwise it
+ * grows like Reno when data was acknowledged. */
+SEC("struct_ops")
+void BPF_PROG(pp_cong_control, struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp(sk);
+	__u8 state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+
+	pp_sanitize(sk);
+	if (state == TCP_CA_CWR || state == TCP_CA_Recovery) {
+		if (tp->snd_cwnd > tp->snd_ssthresh)
+			tp->snd_cwnd = tp->snd_ssthresh;
+		return;
+	}
+	if (flag & PP_FLAG_DATA_ACKED)
+		tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);
 }
 
 SEC(".struct_ops")
@@ -179,6 +243,7 @@ struct tcp_congestion_ops pp_dctcp = {
 	.set_state = (void *)pp_set_state,
 	.undo_cwnd = (void *)pp_undo_cwnd,
 	.cong_avoid = (void *)pp_cong_avoid,
+	.cong_control = (void *)pp_cong_control,
 	.flags = PP_NEEDS_ECN,
 	.name = "pp_dctcp",
 };
