@@ -21,7 +21,7 @@ mod topology;
 
 pub use cdf::{default_cdf_dir, SizeCdf};
 pub use error::ModelError;
-pub use flowsim::{FlowSim, FlowSimOptions};
+pub use flowsim::{FlowSim, FlowSimMode, FlowSimOptions};
 pub use model::{ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
 pub use pktsim::{Marking, PktSim, PktSimOptions};
 pub use simulate::{
