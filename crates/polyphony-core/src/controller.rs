@@ -332,6 +332,12 @@ impl Controller {
     pub fn samples(&self) -> usize {
         self.state.samples.len()
     }
+    /// The rolling window of admitted samples (oldest first through
+    /// [`SampleWindow::samples`]): what the residual GP is fitted on, for callers that show or
+    /// export them without going through the serialised form.
+    pub fn sample_window(&self) -> &SampleWindow {
+        &self.state.samples
+    }
 
     /// The whole state as JSON.
     pub fn to_json(&self) -> Result<String, CoreError> {

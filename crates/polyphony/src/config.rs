@@ -9,7 +9,8 @@
 use polyphony_core::{ControllerParams, CoreError};
 use polyphony_spec::{Dscp, KnobSpace, NetworkConfig, Scenario, SpecError, TopologySpec, TrafficClass};
 use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -131,14 +132,125 @@ pub enum SliSource {
         #[serde(default)]
         base_rtt_us: Option<f64>,
     },
-    /// A PromQL query against a Prometheus server; `{dscp}` in the query is replaced by each
-    /// class's DSCP, and the result must be one scalar sample per class.
+    /// PromQL instant queries against a Prometheus server: for each class and each kept
+    /// percentile (p50, p99, p99.9) one query, with `{dscp}` replaced by the class's DSCP and
+    /// `{quantile}` by `0.5`, `0.99` or `0.999`. Each answer must be one scalar sample.
     Prometheus {
         /// Base URL of the Prometheus HTTP API, e.g. `http://127.0.0.1:9090`.
         url: String,
-        /// PromQL with a `{dscp}` placeholder.
-        query: String,
+        /// One template for all three percentiles (needs `{dscp}` and `{quantile}`), e.g.
+        /// `app_fct_slowdown{dscp="{dscp}",quantile="{quantile}"}`.
+        #[serde(default)]
+        query: Option<String>,
+        /// Per-percentile templates (each needs `{dscp}`); a percentile given here overrides
+        /// `query` for it.
+        #[serde(default)]
+        queries: PromQueries,
     },
+    /// Per-class slowdowns of the flows Workfeed captured (the `[workload] source = "workfeed"`
+    /// window): each flow's duration (connection open to close, as the probe saw it) over the
+    /// ideal FCT of its path in `[topology]` (docs/models.md). Requires the workfeed workload
+    /// source.
+    Workfeed {
+        /// Base RTT in µs for the ideal FCT; default: the topology's base RTT of the flow's path.
+        #[serde(default)]
+        base_rtt_us: Option<f64>,
+        /// Fewest captured flows a class needs in the window for its SLI (fewer: the interval is
+        /// skipped, see docs/operating.md).
+        #[serde(default = "default_min_flows")]
+        min_flows: u64,
+    },
+}
+
+/// `[sli.queries]`: PromQL templates per percentile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PromQueries {
+    /// Median slowdown.
+    #[serde(default)]
+    pub p50: Option<String>,
+    /// 99th percentile slowdown.
+    #[serde(default)]
+    pub p99: Option<String>,
+    /// 99.9th percentile slowdown.
+    #[serde(default)]
+    pub p999: Option<String>,
+    /// Mean slowdown (optional; without it the median stands in for the mean, which the
+    /// controller does not use).
+    #[serde(default)]
+    pub mean: Option<String>,
+}
+
+/// The query templates of a Prometheus SLI source, one per statistic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedQueries {
+    /// p50, p99, p99.9 templates (with `{dscp}`; `{quantile}` already substituted).
+    pub percentiles: [String; 3],
+    /// Mean template, if configured.
+    pub mean: Option<String>,
+}
+
+/// The quantile strings substituted for `{quantile}`, in [`ResolvedQueries::percentiles`] order.
+pub const QUANTILES: [&str; 3] = ["0.5", "0.99", "0.999"];
+
+impl PromQueries {
+    /// The template for each percentile (`queries.pXX`, else `query` with `{quantile}`
+    /// substituted), or the key that is missing or wrong with its value and why.
+    pub fn resolve(&self, query: Option<&str>) -> Result<ResolvedQueries, (String, String, String)> {
+        let own = [&self.p50, &self.p99, &self.p999];
+        let names = ["p50", "p99", "p999"];
+        let mut out: Vec<String> = Vec::with_capacity(3);
+        for i in 0..3 {
+            let (key, q) =
+                match (own[i], query) {
+                    (Some(q), _) => (format!("sli.queries.{}", names[i]), q.clone()),
+                    (None, Some(q)) => {
+                        if !q.contains("{quantile}") {
+                            return Err((
+                                "sli.query".into(),
+                                format!("{q:?}"),
+                                format!(
+                                "no query for {}: put a {{quantile}} placeholder in sli.query or give sli.queries.{}",
+                                names[i], names[i]
+                            ),
+                            ));
+                        }
+                        ("sli.query".to_string(), q.replace("{quantile}", QUANTILES[i]))
+                    }
+                    (None, None) => return Err((
+                        format!("sli.queries.{}", names[i]),
+                        "(missing)".into(),
+                        "give sli.query with {dscp} and {quantile} placeholders, or sli.queries.p50, .p99 and .p999"
+                            .into(),
+                    )),
+                };
+            check_template(&key, &q)?;
+            out.push(q);
+        }
+        if let Some(m) = &self.mean {
+            check_template("sli.queries.mean", m)?;
+        }
+        let percentiles: [String; 3] = [out[0].clone(), out[1].clone(), out[2].clone()];
+        Ok(ResolvedQueries {
+            percentiles,
+            mean: self.mean.clone(),
+        })
+    }
+}
+
+fn check_template(key: &str, q: &str) -> Result<(), (String, String, String)> {
+    if q.trim().is_empty() || !q.contains("{dscp}") {
+        return Err((
+            key.into(),
+            format!("{q:?}"),
+            "the query needs a {dscp} placeholder so one query per class can be made".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn default_min_flows() -> u64 {
+    10
 }
 
 /// `[workload]`: where the workload window that the model replays comes from.
@@ -155,13 +267,39 @@ pub enum WorkloadSource {
         /// Path to the trace (relative to this config file).
         path: PathBuf,
     },
-    /// The flows a Workfeed aggregator forwards to this daemon.
+    /// The flows Workfeed agents (or rack aggregators forwarding upstream) send to this daemon:
+    /// it embeds a Workfeed aggregator (crates/workfeed) and each interval takes the flows whose
+    /// connection opened in the last `window_s` seconds (and has closed) as the model's window.
     Workfeed {
-        /// UDP address the daemon listens on for the aggregator.
+        /// UDP address the embedded aggregator listens on (port 0: any free port, logged).
         listen: SocketAddr,
         /// Length of the window of recent flows, in seconds.
         window_s: f64,
+        /// File holding the HMAC-SHA256 key shared with the agents (≥ 16 bytes); datagrams
+        /// without a valid tag are then dropped and counted. Required unless `listen` is a
+        /// loopback address.
+        #[serde(default)]
+        key_file: Option<PathBuf>,
+        /// Captured IPv4 address → host id of `[topology]` (`"198.18.1.2" = 0`). Flows with an
+        /// endpoint not listed here are left out of the window and counted.
+        #[serde(deserialize_with = "ipv4_keys")]
+        hosts: BTreeMap<Ipv4Addr, u32>,
     },
+}
+
+/// A table keyed by IPv4 addresses; a bad key is named in the error.
+fn ipv4_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<Ipv4Addr, u32>, D::Error> {
+    use serde::de::Error;
+    BTreeMap::<String, u32>::deserialize(d)?
+        .into_iter()
+        .map(|(k, v)| {
+            k.parse::<Ipv4Addr>().map(|a| (a, v)).map_err(|_| {
+                D::Error::custom(format!(
+                    "workload.hosts: {k:?} is not an IPv4 address (write \"198.18.1.2\" = 0)"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// `[http]`: the status API and `/metrics`.
@@ -342,7 +480,11 @@ impl DaemonConfig {
         match &mut self.workload {
             WorkloadSource::Scenario { scenario } => fix(scenario),
             WorkloadSource::Trace { path } => fix(path),
-            WorkloadSource::Workfeed { .. } => {}
+            WorkloadSource::Workfeed { key_file, .. } => {
+                if let Some(k) = key_file {
+                    fix(k);
+                }
+            }
         }
     }
 
@@ -476,13 +618,28 @@ impl DaemonConfig {
                     }
                 }
             }
-            SliSource::Prometheus { url, query } => {
+            SliSource::Prometheus { url, query, queries } => {
                 check_url("sli.url", url).map_err(|(k, v, w)| bad(k, &v, w))?;
-                if !query.contains("{dscp}") {
+                queries.resolve(query.as_deref()).map_err(|(k, v, w)| bad(&k, &v, &w))?;
+            }
+            SliSource::Workfeed { base_rtt_us, min_flows } => {
+                if !matches!(self.workload, WorkloadSource::Workfeed { .. }) {
                     return Err(bad(
-                        "sli.query",
-                        &format!("{query:?}"),
-                        "the query needs a {dscp} placeholder so one query per class can be made",
+                        "sli.source",
+                        &"\"workfeed\"",
+                        "SLIs from Workfeed need the flows it captures: set [workload] source = \"workfeed\"",
+                    ));
+                }
+                if let Some(us) = base_rtt_us {
+                    if !(us.is_finite() && *us > 0.0) {
+                        return Err(bad("sli.base_rtt_us", us, "a positive number of microseconds"));
+                    }
+                }
+                if *min_flows == 0 {
+                    return Err(bad(
+                        "sli.min_flows",
+                        min_flows,
+                        "at least 1 flow per class is needed for a percentile",
                     ));
                 }
             }
@@ -511,10 +668,13 @@ impl DaemonConfig {
                 Some(s)
             }
             WorkloadSource::Trace { .. } => None,
-            WorkloadSource::Workfeed { window_s, .. } => {
-                if !(window_s.is_finite() && *window_s > 0.0) {
-                    return Err(bad("workload.window_s", window_s, "a positive number of seconds"));
-                }
+            WorkloadSource::Workfeed {
+                listen,
+                window_s,
+                key_file,
+                hosts,
+            } => {
+                self.validate_workfeed(path, *listen, *window_s, key_file.as_deref(), hosts)?;
                 None
             }
         };
@@ -529,6 +689,68 @@ impl DaemonConfig {
             read_token(t).map_err(|why| bad("http.token_file", &format!("{:?}", t.display().to_string()), &why))?;
         }
         Ok(scenario)
+    }
+}
+
+impl DaemonConfig {
+    fn validate_workfeed(
+        &self,
+        path: &str,
+        listen: SocketAddr,
+        window_s: f64,
+        key_file: Option<&Path>,
+        hosts: &BTreeMap<Ipv4Addr, u32>,
+    ) -> Result<(), ConfigError> {
+        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            value: value.to_string(),
+            why: why.into(),
+        };
+        if !(window_s.is_finite() && window_s > 0.0 && window_s <= 86_400.0) {
+            return Err(bad(
+                "workload.window_s",
+                &window_s,
+                "seconds of recent flows, in (0, 86400]",
+            ));
+        }
+        match key_file {
+            Some(k) => {
+                workfeed::wire::AuthKey::from_file(k).map_err(|e| {
+                    bad(
+                        "workload.key_file",
+                        &format!("{:?}", k.display().to_string()),
+                        &e.to_string(),
+                    )
+                })?;
+            }
+            None if !listen.ip().is_loopback() => {
+                return Err(bad(
+                    "workload.key_file",
+                    &"(missing)",
+                    "a Workfeed listener on a non-loopback address needs the agents' HMAC key file (≥ 16 bytes)",
+                ))
+            }
+            None => {}
+        }
+        if hosts.is_empty() {
+            return Err(bad(
+                "workload.hosts",
+                &"{}",
+                "map every captured address to a [topology] host (\"198.18.1.2\" = 0); without it no flow can be modelled",
+            ));
+        }
+        let n = polyphony_model::Topology::from_spec(&self.topology)
+            .map(|t| t.hosts())
+            .map_err(|e| bad("topology", &"(table)", &e.to_string()))?;
+        if let Some((addr, id)) = hosts.iter().find(|(_, id)| **id >= n) {
+            return Err(bad(
+                &format!("workload.hosts.\"{addr}\""),
+                id,
+                &format!("the topology has {n} hosts, numbered 0..{}", n.saturating_sub(1)),
+            ));
+        }
+        Ok(())
     }
 }
 

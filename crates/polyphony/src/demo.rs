@@ -74,19 +74,19 @@ pub struct DemoIteration {
 
 /// Runs the demo.
 pub fn main(args: DemoArgs) -> Result<(), Failure> {
-    if let Some(p) = &args.plot.extension().and_then(|e| e.to_str()) {
-        if !matches!(p.to_ascii_lowercase().as_str(), "svg" | "png") {
-            return Err(Failure::Usage(format!(
-                "--plot {}: use a .svg or .png file name",
-                args.plot.display()
-            )));
-        }
-    } else {
+    let ext = args
+        .plot
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !matches!(ext.as_deref(), Some("svg" | "png")) {
         return Err(Failure::Usage(format!(
             "--plot {}: use a .svg or .png file name",
             args.plot.display()
         )));
     }
+    // A PNG needs a font for its text: find out before the loop runs, not after.
+    plot::check(&args.plot)?;
     let mut scenario = match &args.scenario {
         Some(p) => load_scenario(p).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?,
         None => demo_scenario()?,

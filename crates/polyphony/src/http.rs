@@ -7,6 +7,7 @@
 //! | GET | `/v1/status` | no | mode, iteration, configuration in force, last known good, last iteration |
 //! | GET | `/v1/iterations?limit=N` | no | the last N iteration records (default 50) |
 //! | GET | `/v1/samples` | no | the samples the controller admitted |
+//! | GET | `/v1/workload` | no | the last workload window given to the model (404 before the first) |
 //! | POST | `/v1/reload` | yes | re-read the config file (as SIGHUP) |
 //! | POST | `/v1/mode` | yes | body `{"mode": "advise"}` or `{"mode": "apply"}` |
 //! | POST | `/v1/rollback` | yes | return to the last known good configuration now |
@@ -18,13 +19,13 @@
 
 use crate::config::Mode;
 use crate::metrics::Metrics;
-use crate::state::IterationRecord;
+use crate::state::{IterationRecord, Skip};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use polyphony_spec::NetworkConfig;
+use polyphony_spec::{NetworkConfig, Workload};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
@@ -48,6 +49,28 @@ pub struct Snapshot {
     pub samples: serde_json::Value,
     /// The config file in use.
     pub config_path: String,
+    /// Intervals skipped so far.
+    pub skipped_intervals: u64,
+    /// The last skipped interval.
+    pub last_skip: Option<Skip>,
+    /// The last workload window given to the model, with what was left out of it.
+    #[serde(skip)]
+    pub window: Option<Arc<WindowReport>>,
+}
+
+/// The last workload window, as `/v1/workload` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowReport {
+    /// The iteration (1-based) or skipped interval the window belongs to.
+    pub iteration: u64,
+    /// Unix time in seconds when it was taken.
+    pub unix_time: f64,
+    /// Flows in the window.
+    pub flows: usize,
+    /// Captured flows left out, by reason (Workfeed windows only).
+    pub left_out: Option<serde_json::Value>,
+    /// The window itself (starts relative to its beginning).
+    pub workload: Workload,
 }
 
 /// A request the API forwards to the daemon loop.
@@ -81,6 +104,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/v1/status", get(status))
         .route("/v1/iterations", get(iterations))
         .route("/v1/samples", get(samples))
+        .route("/v1/workload", get(workload))
         .route("/v1/reload", post(reload))
         .route("/v1/mode", post(set_mode))
         .route("/v1/rollback", post(rollback))
@@ -115,6 +139,8 @@ async fn status(State(s): State<Arc<ApiState>>) -> Json<serde_json::Value> {
         "gp_samples": snap.gp_samples,
         "last_iteration": snap.history.last(),
         "config_path": snap.config_path,
+        "skipped_intervals": snap.skipped_intervals,
+        "last_skip": snap.last_skip,
     }))
 }
 
@@ -132,6 +158,13 @@ async fn iterations(State(s): State<Arc<ApiState>>, Query(q): Query<Limit>) -> J
 
 async fn samples(State(s): State<Arc<ApiState>>) -> Json<serde_json::Value> {
     Json(read_snapshot(&s).samples)
+}
+
+async fn workload(State(s): State<Arc<ApiState>>) -> Response {
+    match read_snapshot(&s).window {
+        Some(w) => Json(w.as_ref().clone()).into_response(),
+        None => (StatusCode::NOT_FOUND, "no workload window taken yet\n").into_response(),
+    }
 }
 
 fn authorised(s: &ApiState, headers: &HeaderMap) -> Result<(), Box<Response>> {

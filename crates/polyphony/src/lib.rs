@@ -9,6 +9,7 @@ pub mod config;
 pub mod daemon;
 pub mod delegate;
 pub mod demo;
+pub mod font;
 pub mod http;
 pub mod metrics;
 pub mod model_adapter;

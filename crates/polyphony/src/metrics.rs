@@ -23,6 +23,9 @@
 //! | `workload_flows` | class, dscp | flows in the workload window |
 //! | `workload_offered_mbps` | class, dscp | offered load of the window |
 //! | `mode_apply` | | 1 in apply mode, 0 in advise mode |
+//! | `skipped_intervals_total` | reason | intervals with nothing to measure or model (`empty_window`, `class_without_flows`, `missing_sli`) |
+//! | `workfeed_window_left_out` | reason | captured flows left out of the last Workfeed window (`unmapped_host`, `unknown_class`, `same_host`) |
+//! | `workfeed_aggregator_*` | | the embedded Workfeed aggregator's counters (docs/workfeed.md), when `[workload] source = "workfeed"` |
 //!
 //! This module holds no I/O besides rendering text.
 
@@ -53,6 +56,13 @@ pub struct KnobLabels {
     pub class: String,
     /// `weight`, `ecn_threshold_bytes`, `init_cwnd_packets`, `buffer_bytes`.
     pub kind: String,
+}
+
+/// Labels of a reason-counted series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Why.
+    pub reason: String,
 }
 
 type FGauge = Gauge<f64, AtomicU64>;
@@ -98,6 +108,10 @@ pub struct Metrics {
     pub workload_offered_mbps: Family<ClassLabels, FGauge>,
     /// Mode (1 = apply).
     pub mode_apply: FGauge,
+    /// Skipped intervals by reason.
+    pub skipped_intervals: Family<ReasonLabels, Counter>,
+    /// Flows left out of the last Workfeed window, by reason.
+    pub workfeed_left_out: Family<ReasonLabels, FGauge>,
 }
 
 impl Default for Metrics {
@@ -130,6 +144,8 @@ impl Metrics {
             workload_flows: Family::default(),
             workload_offered_mbps: Family::default(),
             mode_apply: FGauge::default(),
+            skipped_intervals: Family::default(),
+            workfeed_left_out: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -203,7 +219,30 @@ impl Metrics {
             m.workload_offered_mbps.clone(),
         );
         r.register("mode_apply", "1 in apply mode, 0 in advise mode", m.mode_apply.clone());
+        r.register(
+            "skipped_intervals",
+            "Intervals with nothing to measure or model, by reason",
+            m.skipped_intervals.clone(),
+        );
         m
+    }
+
+    /// Adds the embedded Workfeed aggregator's counters (`polyphony_workfeed_aggregator_*`) and
+    /// the window's left-out flows.
+    pub fn register_workfeed(&mut self, aggregator: &workfeed::metrics::AggregatorMetrics) {
+        aggregator.register(&mut self.registry);
+        self.registry.register(
+            "workfeed_window_left_out",
+            "Captured flows left out of the last Workfeed window, by reason",
+            self.workfeed_left_out.clone(),
+        );
+    }
+
+    /// Counts a skipped interval.
+    pub fn skipped(&self, reason: &str) {
+        self.skipped_intervals
+            .get_or_create(&ReasonLabels { reason: reason.into() })
+            .inc();
     }
 
     /// The OpenMetrics text exposition.

@@ -61,6 +61,9 @@ pub struct ClassRecord {
     /// Model's prediction for this class at the configuration measured, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<f64>,
+    /// Every statistic the SLI source measured for the class (p50, p99, p99.9, mean, flows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<polyphony_spec::ClassSli>,
 }
 
 /// What the daemon did with the configuration it chose.
@@ -137,6 +140,24 @@ pub struct PersistedState {
     /// Recent iterations, oldest first, at most [`HISTORY_LIMIT`].
     #[serde(default)]
     pub history: Vec<IterationRecord>,
+    /// Intervals skipped because there was nothing to measure or model (an empty workload
+    /// window, a class without flows or without an SLI).
+    #[serde(default)]
+    pub skipped_intervals: u64,
+    /// Why the last skipped interval was skipped (with its Unix time), if any was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_skip: Option<Skip>,
+}
+
+/// A skipped interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skip {
+    /// Unix time in seconds.
+    pub unix_time: f64,
+    /// `empty_window`, `class_without_flows` or `missing_sli`.
+    pub reason: String,
+    /// What was missing, in words.
+    pub detail: String,
 }
 
 impl PersistedState {
@@ -252,6 +273,8 @@ mod tests {
             rollbacks: 0,
             actuator_errors: 0,
             history: vec![],
+            skipped_intervals: 0,
+            last_skip: None,
         }
     }
 

@@ -96,7 +96,7 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
         (
             good.replace("mode = \"advise\"", "mode = \"apply\"").replace(
                 "source = \"simulated\"",
-                "source = \"prometheus\"\nurl = \"http://127.0.0.1:1\"\nquery = \"q{dscp}\"",
+                "source = \"prometheus\"\nurl = \"http://127.0.0.1:1\"\nquery = \"q{dscp}{quantile}\"",
             ),
             vec!["mode", "actuators"],
         ),
@@ -105,7 +105,8 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             vec!["guard.max_objective = 0"],
         ),
     ];
-    for (i, (text, needles)) in cases.iter().enumerate() {
+    let cases = cases.into_iter().chain(sli_and_workfeed_cases(&good, dir.path()));
+    for (i, (text, needles)) in cases.enumerate() {
         let p = dir.path().join(format!("bad{i}.toml"));
         std::fs::write(&p, text).unwrap();
         for check in [true, false] {
@@ -119,6 +120,93 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             assert!(!state.exists(), "case {i}: the state directory was created");
         }
     }
+}
+
+/// Bad Prometheus query templates and bad `[workload] source = "workfeed"` sections.
+fn sli_and_workfeed_cases(good: &str, dir: &Path) -> Vec<(String, Vec<&'static str>)> {
+    let prom = |sli: &str| good.replace("source = \"simulated\"", sli);
+    let scenario_section = format!("source = \"scenario\"\nscenario = \"{}\"", scenario().display());
+    let short_key = dir.join("short.key");
+    std::fs::write(&short_key, "tooshort\n").unwrap();
+    let good_key = dir.join("good.key");
+    std::fs::write(&good_key, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let hosts = "hosts = { \"198.18.1.2\" = 0, \"198.18.100.2\" = 3 }";
+    let wf = |sli: &str, workload: &str| {
+        good.replace("source = \"simulated\"", sli)
+            .replace(&scenario_section, workload)
+    };
+    let wf_sli = "source = \"workfeed\"";
+    vec![
+        (
+            prom("source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nquery = \"q{dscp}\""),
+            vec!["sli.query", "{quantile}", "p50"],
+        ),
+        (
+            prom("source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nqueries = { p50 = \"a{dscp}\", p99 = \"b\", p999 = \"c{dscp}\" }"),
+            vec!["sli.queries.p99", "{dscp}"],
+        ),
+        (
+            prom("source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nqueries = { p50 = \"a{dscp}\", p99 = \"b{dscp}\" }"),
+            vec!["sli.queries.p999", "missing"],
+        ),
+        (
+            prom("source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nqueries = { p50 = \"a{dscp}\", p99 = \"b{dscp}\", p999 = \"c{dscp}\", p42 = \"d\" }"),
+            vec!["p42"],
+        ),
+        (prom(wf_sli), vec!["sli.source", "[workload] source = \"workfeed\""]),
+        (
+            wf(
+                "source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nquery = \"q{dscp}{quantile}\"",
+                "source = \"workfeed\"\nlisten = \"127.0.0.1:0\"\nwindow_s = 10\nhosts = {}",
+            ),
+            vec!["workload.hosts"],
+        ),
+        (
+            wf(
+                wf_sli,
+                "source = \"workfeed\"\nlisten = \"127.0.0.1:0\"\nwindow_s = 10\nhosts = { \"198.18.9.9\" = 4 }",
+            ),
+            vec!["workload.hosts.\"198.18.9.9\" = 4", "4 hosts"],
+        ),
+        (
+            wf(wf_sli, &format!("source = \"workfeed\"\nlisten = \"0.0.0.0:7447\"\nwindow_s = 10\n{hosts}")),
+            vec!["workload.key_file", "loopback"],
+        ),
+        (
+            wf(
+                wf_sli,
+                &format!(
+                    "source = \"workfeed\"\nlisten = \"127.0.0.1:0\"\nwindow_s = 10\nkey_file = \"{}\"\n{hosts}",
+                    short_key.display()
+                ),
+            ),
+            vec!["workload.key_file", "short.key"],
+        ),
+        (
+            wf(
+                wf_sli,
+                &format!(
+                    "source = \"workfeed\"\nlisten = \"127.0.0.1:0\"\nwindow_s = 0\nkey_file = \"{}\"\n{hosts}",
+                    good_key.display()
+                ),
+            ),
+            vec!["workload.window_s = 0"],
+        ),
+        (
+            wf(
+                "source = \"workfeed\"\nmin_flows = 0",
+                &format!("source = \"workfeed\"\nlisten = \"127.0.0.1:0\"\nwindow_s = 10\n{hosts}"),
+            ),
+            vec!["sli.min_flows = 0"],
+        ),
+        (
+            wf(
+                wf_sli,
+                "source = \"workfeed\"\nlisten = \"127.0.0.1:0\"\nwindow_s = 10\nhosts = { \"198.18.1\" = 0 }",
+            ),
+            vec!["198.18.1"],
+        ),
+    ]
 }
 
 #[test]

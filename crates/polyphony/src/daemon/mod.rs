@@ -9,22 +9,23 @@
 //! Touches: the state directory, the HTTP listen socket, the SLI/workload sources and — in apply
 //! mode — the network through the configured actuators.
 
+mod feed;
 mod publish;
 mod sources;
 
 use crate::actuation;
 use crate::cli::DaemonArgs;
 use crate::config::{read_token, DaemonConfig, LoadedConfig, Mode};
-use crate::http::{router, ApiCommand, ApiState, Snapshot};
+use crate::http::{router, ApiCommand, ApiState, Snapshot, WindowReport};
 use crate::metrics::Metrics;
 use crate::model_adapter::{network_model, pool, WindowModel};
 use crate::network::ModelContext;
-use crate::state::{Action, ClassRecord, IterationRecord, PersistedState, StateDir, FORMAT_VERSION};
+use crate::state::{Action, ClassRecord, IterationRecord, PersistedState, Skip, StateDir, FORMAT_VERSION};
 use crate::Failure;
 use anyhow::{anyhow, Context, Result};
 use polyphony_actuator::Composite;
 use polyphony_core::{Controller, Observation, Variant};
-use polyphony_spec::NetworkConfig;
+use polyphony_spec::{NetworkConfig, SliVector, Workload};
 use sources::Sources;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -82,6 +83,7 @@ struct Daemon {
     context: ModelContext,
     pool: Arc<rayon::ThreadPool>,
     actuators: Option<Composite>,
+    window: Option<Arc<WindowReport>>,
 }
 
 async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
@@ -119,13 +121,15 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
                 rollbacks: 0,
                 actuator_errors: 0,
                 history: Vec::new(),
+                skipped_intervals: 0,
+                last_skip: None,
             };
             dir.save(&s)?;
             info!("fresh start; state in {}", dir.file().display());
             (ctl, s)
         }
     };
-    let sources = Sources::new(&loaded)?;
+    let sources = Sources::new(&loaded, None).await?;
     let section = c.actuators.clone();
     let actuators = match tokio::task::spawn_blocking(move || actuation::build(&section)).await? {
         Ok(a) => a,
@@ -136,7 +140,11 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         Err(e) => return Err(e),
     };
     let context = ModelContext::new(&c.topology, c.dscps())?;
-    let metrics = Arc::new(Metrics::new());
+    let mut metrics = Metrics::new();
+    if let Some(feed) = sources.feed() {
+        metrics.register_workfeed(feed.metrics());
+    }
+    let metrics = Arc::new(metrics);
     let (tx, mut rx) = mpsc::channel(8);
     let token = match &c.http.token_file {
         Some(p) => Some(read_token(p).map_err(|e| anyhow!("http.token_file: {e}"))?),
@@ -147,7 +155,7 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         &state,
         c.mode,
         &loaded.path.display().to_string(),
-        controller.samples(),
+        Some(&controller),
     )));
     let api = Arc::new(ApiState {
         metrics: metrics.clone(),
@@ -179,6 +187,7 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         sources,
         context,
         actuators,
+        window: None,
     };
     if d.mode == Mode::Apply && d.actuators.is_some() {
         // After a restart the network may not match the state (a crash between apply and
@@ -204,7 +213,7 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
                 _ = tokio::time::sleep_until(wake) => break,
                 _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
                 _ = int.recv() => { info!("SIGINT: stopping"); return Ok(()); }
-                _ = hup.recv() => d.reload(),
+                _ = hup.recv() => d.reload().await,
                 Some(cmd) = rx.recv() => d.command(cmd).await,
             }
         }
@@ -221,9 +230,14 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
 
 impl Daemon {
     fn publish_state(&self) {
-        let samples = self.controller.as_ref().map_or(0, Controller::samples);
-        let snap = publish::snapshot(&self.state, self.mode, &self.loaded.path.display().to_string(), samples);
-        self.metrics.gp_samples.set(samples as f64);
+        let mut snap = publish::snapshot(
+            &self.state,
+            self.mode,
+            &self.loaded.path.display().to_string(),
+            self.controller.as_ref(),
+        );
+        snap.window = self.window.clone();
+        self.metrics.gp_samples.set(snap.gp_samples as f64);
         match self.snapshot.write() {
             Ok(mut g) => *g = snap,
             Err(p) => *p.into_inner() = snap,
@@ -238,7 +252,7 @@ impl Daemon {
         Ok(())
     }
 
-    fn reload(&mut self) {
+    async fn reload(&mut self) {
         match DaemonConfig::load(&self.loaded.path) {
             Err(e) => error!("reload refused, keeping the running configuration: {e}"),
             Ok(new) => {
@@ -256,7 +270,7 @@ impl Daemon {
                     error!("reload refused, keeping the running configuration: changing `{k}` needs a restart");
                     return;
                 }
-                let sources = match Sources::new(&new) {
+                let sources = match Sources::new(&new, self.sources.feed()).await {
                     Ok(s) => s,
                     Err(e) => {
                         error!("reload refused, keeping the running configuration: {e:#}");
@@ -292,7 +306,7 @@ impl Daemon {
 
     async fn command(&mut self, cmd: ApiCommand) {
         match cmd {
-            ApiCommand::Reload => self.reload(),
+            ApiCommand::Reload => self.reload().await,
             ApiCommand::SetMode(m) => {
                 info!("mode set to {} through the API", m.as_str());
                 self.mode = m;
@@ -369,6 +383,10 @@ impl Daemon {
         let index = self.state.iteration;
         let measured = self.state.config_in_force.clone();
         let got = self.sources.gather(&c, index, &measured).await?;
+        self.note_window(index + 1, &got);
+        if let Some((reason, detail)) = nothing_to_do(&c, &got.workload, &got.sli) {
+            return self.skip(reason, detail);
+        }
         let mut ctl = self
             .controller
             .take()
@@ -481,6 +499,7 @@ impl Daemon {
                 slo: k.slo.max_slowdown,
                 ratio: *r,
                 predicted: None,
+                measured: got.sli.get(k.dscp).copied(),
             })
             .collect();
         let record = IterationRecord {
@@ -522,4 +541,94 @@ impl Daemon {
         }
         Ok(())
     }
+
+    /// Publishes the workload window of an interval (metrics of left-out flows, `/v1/workload`).
+    fn note_window(&mut self, iteration: u64, got: &sources::Gathered) {
+        if let Some(l) = got.left_out {
+            for (reason, n) in [
+                ("unmapped_host", l.unmapped_host),
+                ("unknown_class", l.unknown_class),
+                ("same_host", l.same_host),
+            ] {
+                self.metrics
+                    .workfeed_left_out
+                    .get_or_create(&crate::metrics::ReasonLabels { reason: reason.into() })
+                    .set(n as f64);
+            }
+        }
+        self.window = Some(Arc::new(WindowReport {
+            iteration,
+            unix_time: unix_now(),
+            flows: got.workload.flows.len(),
+            left_out: got.left_out.map(|l| {
+                serde_json::json!({
+                    "unmapped_host": l.unmapped_host,
+                    "unknown_class": l.unknown_class,
+                    "same_host": l.same_host,
+                })
+            }),
+            workload: (*got.workload).clone(),
+        }));
+    }
+
+    /// An interval with nothing to measure or model: the controller is not asked, the
+    /// configuration in force stays, the iteration count does not advance; logged, counted and
+    /// shown on `/v1/status`.
+    fn skip(&mut self, reason: &'static str, detail: String) -> Result<()> {
+        warn!(
+            reason,
+            "interval skipped: {detail}; the controller was not asked and the configuration in force stays"
+        );
+        self.metrics.skipped(reason);
+        self.state.skipped_intervals += 1;
+        self.state.last_skip = Some(Skip {
+            unix_time: unix_now(),
+            reason: reason.into(),
+            detail,
+        });
+        self.save()?;
+        self.publish_state();
+        Ok(())
+    }
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Why an interval cannot be used, if it cannot: the workload window is empty (the model has
+/// nothing to replay), a class has no SLI (nothing to judge it by), or a class has no flow in the
+/// window (the model cannot predict its SLI).
+fn nothing_to_do(c: &DaemonConfig, workload: &Workload, sli: &SliVector) -> Option<(&'static str, String)> {
+    if workload.flows.is_empty() {
+        return Some((
+            "empty_window",
+            format!(
+                "the workload window holds no flow ({} s span)",
+                workload.duration.as_secs_f64()
+            ),
+        ));
+    }
+    if let Some(k) = c.classes.iter().find(|k| sli.get(k.dscp).is_none()) {
+        return Some((
+            "missing_sli",
+            format!("no SLI for class {} (DSCP {}) this interval", k.name, k.dscp),
+        ));
+    }
+    if let Some(k) = c
+        .classes
+        .iter()
+        .find(|k| !workload.flows.iter().any(|f| f.dscp == k.dscp))
+    {
+        return Some((
+            "class_without_flows",
+            format!(
+                "the workload window has no flow of class {} (DSCP {}), so the model cannot predict its SLI",
+                k.name, k.dscp
+            ),
+        ));
+    }
+    None
 }

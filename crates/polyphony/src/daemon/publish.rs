@@ -5,6 +5,8 @@ use crate::config::{DaemonConfig, Mode};
 use crate::http::Snapshot;
 use crate::metrics::{class_labels, KnobLabels, Metrics};
 use crate::state::{IterationRecord, PersistedState};
+use polyphony_core::samples::Sample;
+use polyphony_core::Controller;
 use polyphony_spec::{NetworkConfig, Workload};
 
 /// Sets every knob gauge to `config`'s values.
@@ -71,26 +73,27 @@ pub fn mode(m: &Metrics, mode: Mode) {
     m.mode_apply.set(if mode == Mode::Apply { 1.0 } else { 0.0 });
 }
 
-/// The snapshot of a persisted state.
-pub fn snapshot(state: &PersistedState, mode: Mode, config_path: &str, gp_samples: usize) -> Snapshot {
+/// The snapshot of a persisted state and the controller holding its samples.
+pub fn snapshot(state: &PersistedState, mode: Mode, config_path: &str, controller: Option<&Controller>) -> Snapshot {
     let start = state.history.len().saturating_sub(200);
     Snapshot {
         mode: mode.as_str().into(),
         iteration: state.iteration,
         config_in_force: Some(state.config_in_force.clone()),
         last_good: Some(state.last_good.clone()),
-        gp_samples,
+        gp_samples: controller.map_or(0, Controller::samples),
         history: state.history[start..].to_vec(),
-        samples: admitted_samples(&state.controller),
+        samples: controller.map_or(serde_json::Value::Null, admitted_samples),
         config_path: config_path.into(),
+        skipped_intervals: state.skipped_intervals,
+        last_skip: state.last_skip.clone(),
+        window: None,
     }
 }
 
-/// The admitted samples inside a serialised controller (`state.samples.samples` of
-/// polyphony-core's serde form), or `null` when the form has none.
-pub fn admitted_samples(controller: &serde_json::Value) -> serde_json::Value {
-    controller
-        .pointer("/state/samples/samples")
-        .cloned()
-        .unwrap_or(serde_json::Value::Null)
+/// The samples the controller admitted, oldest first, as a JSON array of polyphony-core's
+/// `Sample` (the same form the state file holds under `controller.state.samples.samples`).
+pub fn admitted_samples(controller: &Controller) -> serde_json::Value {
+    let samples: Vec<&Sample> = controller.sample_window().samples().collect();
+    serde_json::to_value(samples).unwrap_or(serde_json::Value::Null)
 }

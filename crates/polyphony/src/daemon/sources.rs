@@ -2,17 +2,25 @@
 //!
 //! * `simulated`: pktsim replays the interval's workload sample under the configuration in
 //!   force (no root; the in-process "live" network).
-//! * `prometheus`: one PromQL instant query per class (`{dscp}` substituted).
-//! * workload windows: the simulated interval's flows, a fresh sample of the scenario, or a
-//!   recorded trace.
+//! * `emu`: the namespace testbed replays a sample of the scenario (root).
+//! * `prometheus`: one PromQL instant query per class and percentile (`{dscp}`, `{quantile}`
+//!   substituted).
+//! * `workfeed`: slowdowns of the flows the embedded Workfeed aggregator captured ([`super::feed`]).
+//! * workload windows: the simulated interval's flows, a fresh sample of the scenario, a
+//!   recorded trace, or the flows Workfeed captured in the last `window_s`.
 //!
-//! Talks only to the configured Prometheus URL; reads only the configured trace file.
+//! Talks only to the configured Prometheus URL and the Workfeed listen socket; reads only the
+//! configured trace and key files.
 
-use crate::config::{DaemonConfig, LoadedConfig, SliSource, WorkloadSource};
+use super::feed::{Feed, LeftOut};
+use crate::config::{DaemonConfig, LoadedConfig, ResolvedQueries, SliSource, WorkloadSource};
 use crate::network::{SimulatedNetwork, Traffic};
 use crate::prom_query::query_one;
 use anyhow::{anyhow, bail, Context, Result};
-use polyphony_spec::{ClassSli, NetworkConfig, SliVector, Workload};
+use polyphony_model::Topology;
+use polyphony_spec::{ClassSli, Dscp, Nanos, NetworkConfig, SliVector, Workload};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 /// One interval's inputs to the controller.
@@ -22,6 +30,8 @@ pub struct Gathered {
     pub sli: SliVector,
     /// The workload window the model replays.
     pub workload: Arc<Workload>,
+    /// Captured flows left out of a Workfeed window, by reason.
+    pub left_out: Option<LeftOut>,
 }
 
 /// The configured sources, ready to use.
@@ -36,11 +46,35 @@ pub enum Sources {
         client: reqwest::Client,
         /// Base URL.
         url: String,
-        /// Query with `{dscp}`.
-        query: String,
+        /// Query templates with `{dscp}`, per statistic.
+        queries: ResolvedQueries,
         /// Workload windows.
         workload: WindowSource,
     },
+    /// Workfeed's captured flows: the window and the SLIs of the same flows.
+    Workfeed {
+        /// The window.
+        window: WorkfeedWindow,
+        /// The model's topology (ideal FCTs).
+        topology: Arc<Topology>,
+        /// Base RTT replacing the topology's in the ideal FCT.
+        base_rtt: Option<Nanos>,
+        /// Fewest flows a class needs for its SLI.
+        min_flows: u64,
+    },
+}
+
+/// Windows of the embedded Workfeed aggregator.
+pub struct WorkfeedWindow {
+    feed: Arc<Feed>,
+    window_s: f64,
+    hosts: BTreeMap<Ipv4Addr, u32>,
+}
+
+impl WorkfeedWindow {
+    fn take(&self, classes: &[Dscp]) -> Result<super::feed::CapturedWindow> {
+        self.feed.window(self.window_s, &self.hosts, classes)
+    }
 }
 
 /// The testbed driven by `emu`.
@@ -89,6 +123,7 @@ impl EmuSource {
                 classes: r.summary.classes,
             },
             workload: Arc::new(w),
+            left_out: None,
         })
     }
 }
@@ -99,57 +134,94 @@ pub enum WindowSource {
     Scenario(Box<Traffic>),
     /// The same recorded trace every interval.
     Trace(Arc<Workload>),
+    /// The flows Workfeed captured.
+    Workfeed(WorkfeedWindow),
 }
 
 impl Sources {
-    /// Builds the sources of a loaded configuration.
-    pub fn new(loaded: &LoadedConfig) -> Result<Sources> {
+    /// Builds the sources of a loaded configuration. A Workfeed aggregator is bound unless
+    /// `reuse` (the running one, on a reload) already serves the configured address and key.
+    pub async fn new(loaded: &LoadedConfig, reuse: Option<Arc<Feed>>) -> Result<Sources> {
         let c = &loaded.config;
         let seed = c.controller.seed;
-        let window = || -> Result<WindowSource> {
-            match &c.workload {
-                WorkloadSource::Scenario { .. } => {
-                    let s = loaded
-                        .scenario
-                        .clone()
-                        .ok_or_else(|| anyhow!("workload.scenario was not loaded"))?;
-                    Ok(WindowSource::Scenario(Box::new(Traffic::new(s)?)))
+        let window = match &c.workload {
+            WorkloadSource::Scenario { .. } => {
+                let s = loaded
+                    .scenario
+                    .clone()
+                    .ok_or_else(|| anyhow!("workload.scenario was not loaded"))?;
+                WindowSource::Scenario(Box::new(Traffic::new(s)?))
+            }
+            WorkloadSource::Trace { path } => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("workload.path {}: cannot read", path.display()))?;
+                let name = path.display().to_string();
+                let w = if path.extension().is_some_and(|e| e == "csv") {
+                    Workload::from_csv(&text, &name)
+                } else {
+                    Workload::from_jsonl(&text, &name)
                 }
-                WorkloadSource::Trace { path } => {
-                    let text = std::fs::read_to_string(path)
-                        .with_context(|| format!("workload.path {}: cannot read", path.display()))?;
-                    let name = path.display().to_string();
-                    let w = if path.extension().is_some_and(|e| e == "csv") {
-                        Workload::from_csv(&text, &name)
-                    } else {
-                        Workload::from_jsonl(&text, &name)
-                    }
-                    .map_err(|e| anyhow!("workload.path: {e}"))?;
-                    Ok(WindowSource::Trace(Arc::new(w)))
-                }
-                WorkloadSource::Workfeed { .. } => bail!(
-                    "workload.source = \"workfeed\" is not wired into the daemon yet; use \"scenario\" or \"trace\""
-                ),
+                .map_err(|e| anyhow!("workload.path: {e}"))?;
+                WindowSource::Trace(Arc::new(w))
+            }
+            w @ WorkloadSource::Workfeed {
+                listen,
+                window_s,
+                key_file,
+                hosts,
+            } => {
+                let feed = match reuse.filter(|f| f.serves(w)) {
+                    Some(f) => f,
+                    None => Arc::new(Feed::bind(*listen, *window_s, key_file.as_ref()).await?),
+                };
+                WindowSource::Workfeed(WorkfeedWindow {
+                    feed,
+                    window_s: *window_s,
+                    hosts: hosts.clone(),
+                })
             }
         };
         match &c.sli {
-            SliSource::Simulated => match window()? {
+            SliSource::Simulated => match window {
                 WindowSource::Scenario(t) => Ok(Sources::Simulated(Box::new(SimulatedNetwork::new(*t, seed)))),
-                WindowSource::Trace(_) => bail!("sli.source = \"simulated\" needs workload.source = \"scenario\""),
+                _ => bail!("sli.source = \"simulated\" needs workload.source = \"scenario\""),
             },
-            SliSource::Prometheus { url, query } => Ok(Sources::Prometheus {
+            SliSource::Prometheus { url, query, queries } => Ok(Sources::Prometheus {
                 client: reqwest::Client::builder()
                     .timeout(std::time::Duration::from_secs(10))
                     .build()
                     .context("building the HTTP client")?,
                 url: url.clone(),
-                query: query.clone(),
-                workload: window()?,
+                queries: queries
+                    .resolve(query.as_deref())
+                    .map_err(|(k, v, why)| anyhow!("{k} = {v}: {why}"))?,
+                workload: window,
             }),
-            SliSource::Emu { prefix, base_rtt_us } => match window()? {
+            SliSource::Emu { prefix, base_rtt_us } => match window {
                 WindowSource::Scenario(t) => Ok(Sources::Emu(Box::new(EmuSource::new(*t, prefix, *base_rtt_us)?))),
-                WindowSource::Trace(_) => bail!("sli.source = \"emu\" needs workload.source = \"scenario\""),
+                _ => bail!("sli.source = \"emu\" needs workload.source = \"scenario\""),
             },
+            SliSource::Workfeed { base_rtt_us, min_flows } => match window {
+                WindowSource::Workfeed(window) => Ok(Sources::Workfeed {
+                    window,
+                    topology: Arc::new(Topology::from_spec(&c.topology).map_err(|e| anyhow!("topology: {e}"))?),
+                    base_rtt: base_rtt_us.map(|us| Nanos::from_secs_f64(us / 1e6)),
+                    min_flows: *min_flows,
+                }),
+                _ => bail!("sli.source = \"workfeed\" needs workload.source = \"workfeed\""),
+            },
+        }
+    }
+
+    /// The embedded Workfeed aggregator, if one is configured.
+    pub fn feed(&self) -> Option<Arc<Feed>> {
+        match self {
+            Sources::Workfeed { window, .. }
+            | Sources::Prometheus {
+                workload: WindowSource::Workfeed(window),
+                ..
+            } => Some(window.feed.clone()),
+            _ => None,
         }
     }
 
@@ -165,6 +237,7 @@ impl Sources {
                 Ok(Gathered {
                     sli: m.sli,
                     workload: m.workload,
+                    left_out: None,
                 })
             }
             Sources::Emu(src) => {
@@ -179,40 +252,69 @@ impl Sources {
             Sources::Prometheus {
                 client,
                 url,
-                query,
+                queries,
                 workload,
             } => {
                 let mut classes = Vec::new();
                 for c in &config.classes {
-                    let q = query.replace("{dscp}", &c.dscp.value().to_string());
-                    let v = query_one(client, url, &q)
-                        .await
-                        .with_context(|| format!("SLI of class {} (DSCP {})", c.name, c.dscp))?;
-                    // The query yields the SLO's percentile; the other statistics are not known.
+                    let dscp = c.dscp.value().to_string();
+                    let ask = |template: &str| {
+                        let q = template.replace("{dscp}", &dscp);
+                        async move {
+                            query_one(client, url, &q)
+                                .await
+                                .with_context(|| format!("SLI of class {} (DSCP {})", c.name, c.dscp))
+                        }
+                    };
+                    let [p50, p99, p999] = &queries.percentiles;
+                    let (p50, p99, p999) = (ask(p50).await?, ask(p99).await?, ask(p999).await?);
+                    let mean = match &queries.mean {
+                        Some(m) => ask(m).await?,
+                        None => p50,
+                    };
                     classes.push(ClassSli {
                         dscp: c.dscp,
                         flows: 0,
-                        p50: v,
-                        p99: v,
-                        p999: v,
-                        mean: v,
+                        p50,
+                        p99,
+                        p999,
+                        mean,
                     });
                 }
-                let w = match workload {
+                let (w, left_out) = match workload {
                     WindowSource::Scenario(t) => {
                         let t = (**t).clone();
                         let seed = config.controller.seed;
-                        Arc::new(
-                            tokio::task::spawn_blocking(move || t.interval_workload(index, seed))
-                                .await
-                                .map_err(|e| anyhow!("workload task: {e}"))??,
-                        )
+                        let w = tokio::task::spawn_blocking(move || t.interval_workload(index, seed))
+                            .await
+                            .map_err(|e| anyhow!("workload task: {e}"))??;
+                        (Arc::new(w), None)
                     }
-                    WindowSource::Trace(w) => w.clone(),
+                    WindowSource::Trace(w) => (w.clone(), None),
+                    WindowSource::Workfeed(f) => {
+                        let cw = f.take(&config.dscps())?;
+                        (Arc::new(cw.workload), Some(cw.left_out))
+                    }
                 };
                 Ok(Gathered {
                     sli: SliVector { classes },
                     workload: w,
+                    left_out,
+                })
+            }
+            Sources::Workfeed {
+                window,
+                topology,
+                base_rtt,
+                min_flows,
+            } => {
+                let dscps = config.dscps();
+                let cw = window.take(&dscps)?;
+                let sli = cw.slis(topology, *base_rtt, &dscps, *min_flows);
+                Ok(Gathered {
+                    sli,
+                    workload: Arc::new(cw.workload),
+                    left_out: Some(cw.left_out),
                 })
             }
         }

@@ -1,0 +1,137 @@
+//! `[sli] source = "prometheus"` with one query per percentile: a real Prometheus server
+//! (Debian's `/usr/bin/prometheus`, started here) scrapes an exposition of per-class,
+//! per-quantile slowdowns served by this test; the daemon asks Prometheus for p50, p99 and p99.9
+//! of every class through one `{dscp}`/`{quantile}` template, and its iteration record carries
+//! the three different values of each class.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const PROMETHEUS: &str = "/usr/bin/prometheus";
+
+/// (dscp, p50, p99, p99.9) served for each class.
+const SERVED: [(u8, f64, f64, f64); 3] = [(10, 1.5, 7.25, 13.5), (18, 2.0, 9.75, 21.0), (26, 3.25, 17.5, 40.0)];
+
+/// A loopback HTTP server answering every request with the exposition text; stops when dropped.
+struct Exposition {
+    addr: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Exposition {
+    fn start() -> Exposition {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let mut text =
+            String::from("# HELP app_fct_slowdown FCT slowdown quantiles per class\n# TYPE app_fct_slowdown gauge\n");
+        for (d, p50, p99, p999) in SERVED {
+            for (q, v) in [("0.5", p50), ("0.99", p99), ("0.999", p999)] {
+                text.push_str(&format!("app_fct_slowdown{{dscp=\"{d}\",quantile=\"{q}\"}} {v}\n"));
+            }
+        }
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        s.set_nonblocking(false).ok();
+                        s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+                        let mut buf = [0u8; 4096];
+                        let _ = s.read(&mut buf);
+                        let resp = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                            text.len(),
+                            text
+                        );
+                        let _ = s.write_all(resp.as_bytes());
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        Exposition {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Exposition {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn prometheus_sli_has_one_query_per_percentile() {
+    if !Path::new(PROMETHEUS).exists() {
+        eprintln!("skipped: needs {PROMETHEUS} (Debian package prometheus; scripts/test.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let expo = Exposition::start();
+
+    let prom_port = free_port();
+    let prom_cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: app\n    static_configs:\n      - targets: [\"{}\"]\n",
+            expo.addr
+        ),
+    )
+    .unwrap();
+    let mut pcmd = Command::new(PROMETHEUS);
+    pcmd.arg(format!("--config.file={}", prom_cfg.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+        .arg("--log.level=warn");
+    let mut prom = ChildGuard::spawn(&mut pcmd);
+
+    let state_dir = dir.path().join("state");
+    let cfg = dir.path().join("daemon.toml");
+    let text = simulated_config(&state_dir, "advise", 1.0, "").replace(
+        "source = \"simulated\"",
+        &format!(
+            "source = \"prometheus\"\nurl = \"http://127.0.0.1:{prom_port}\"\nquery = 'app_fct_slowdown{{dscp=\"{{dscp}}\",quantile=\"{{quantile}}\"}}'"
+        ),
+    );
+    std::fs::write(&cfg, &text).unwrap();
+    let (mut daemon, addr) = start_daemon(&cfg, &[]);
+
+    let record = poll(Duration::from_secs(300), || {
+        let (c, b) = http(&addr, "GET", "/v1/status", &[], "");
+        let s: serde_json::Value = serde_json::from_str(&b).ok()?;
+        let it = s["last_iteration"].clone();
+        (c == 200 && it["classes"].as_array().is_some_and(|a| a.len() == 3)).then_some(it)
+    })
+    .expect("no iteration with SLIs from Prometheus");
+    for (k, (dscp, p50, p99, p999)) in record["classes"].as_array().unwrap().iter().zip(SERVED) {
+        assert_eq!(k["dscp"], dscp, "{k}");
+        let m = &k["measured"];
+        let got = [m["p50"].as_f64(), m["p99"].as_f64(), m["p999"].as_f64()];
+        assert_eq!(got, [Some(p50), Some(p99), Some(p999)], "class {dscp}: {k}");
+        let sli = k["sli"].as_f64().unwrap();
+        assert!((sli - p99).abs() < 1e-9, "the SLO is on p99: {k}");
+    }
+
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(daemon.wait(Duration::from_secs(300)), Some(0));
+    prom.signal(libc::SIGTERM);
+    assert!(prom.wait(Duration::from_secs(30)).is_some(), "prometheus did not stop");
+}
