@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(clang llvm libbpf-dev bpftool iproute2 ethtool openssh-server openssh-client prometheus procps util-linux)
+PACKAGES=(clang llvm libbpf-dev bpftool iproute2 ethtool openssh-server openssh-client prometheus procps util-linux fonts-dejavu-core)
 
 if [ "$(id -u)" = 0 ]; then
     missing=()

@@ -105,7 +105,9 @@ pub struct DemoArgs {
     /// Scenario to run instead of the built-in reference at medium tightness.
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
-    /// Where to write the plot (.svg or .png).
+    /// Where to write the plot (.svg or .png). A PNG's text is drawn with a TrueType font read
+    /// at run time: $POLYPHONY_FONT, else DejaVu Sans (Debian package fonts-dejavu-core) or
+    /// another common sans font; without one a PNG is refused before the loop runs. SVG needs none.
     #[arg(long, value_name = "FILE", default_value = "polyphony-demo.svg")]
     pub plot: PathBuf,
     /// Seed of the controller and the simulations.

@@ -280,4 +280,72 @@ mod tests {
         assert!(text.contains("polyphony_iterations_total 1"), "{text}");
         assert!(text.contains("polyphony_iteration_seconds_bucket"), "{text}");
     }
+
+    /// Every `polyphony_*` series the shipped Grafana dashboard queries is one this daemon
+    /// exports (with the Workfeed aggregator's counters registered).
+    #[test]
+    fn the_dashboard_uses_only_exported_names() {
+        let mut m = Metrics::new();
+        let agg = workfeed::metrics::AggregatorMetrics::default();
+        m.register_workfeed(&agg);
+        // Families appear in the exposition once they have a series.
+        let l = class_labels("AF11", 10);
+        for f in [
+            &m.class_sli,
+            &m.class_slo,
+            &m.class_ratio,
+            &m.class_slo_met,
+            &m.workload_flows,
+            &m.workload_offered_mbps,
+        ] {
+            f.get_or_create(&l).set(1.0);
+        }
+        m.knob
+            .get_or_create(&KnobLabels {
+                knob: "AF11.weight".into(),
+                class: "AF11".into(),
+                kind: "weight".into(),
+            })
+            .set(0.3);
+        m.skipped("empty_window");
+        m.workfeed_left_out
+            .get_or_create(&ReasonLabels {
+                reason: "unmapped_host".into(),
+            })
+            .set(1.0);
+        agg.rejected("bad_tag");
+        agg.dropped("duplicate");
+        agg.agent_lost_datagrams
+            .get_or_create(&workfeed::metrics::AgentLabel { agent: "7".into() })
+            .set(0);
+        let text = m.render();
+        let dash: serde_json::Value =
+            serde_json::from_str(include_str!("../../../dashboards/polyphony.json")).expect("dashboard JSON");
+        let mut names = Vec::new();
+        for p in dash["panels"].as_array().expect("panels") {
+            for t in p["targets"].as_array().into_iter().flatten() {
+                let expr = t["expr"].as_str().unwrap_or("");
+                let mut rest = expr;
+                while let Some(i) = rest.find("polyphony_") {
+                    let tail = &rest[i..];
+                    let end = tail
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(tail.len());
+                    names.push(tail[..end].to_string());
+                    rest = &tail[end..];
+                }
+            }
+        }
+        assert!(names.len() > 15, "{names:?}");
+        for n in names {
+            let base = ["_bucket", "_sum", "_count", "_total"]
+                .iter()
+                .find_map(|s| n.strip_suffix(s))
+                .unwrap_or(&n);
+            assert!(
+                text.contains(&format!("# TYPE {base} ")),
+                "the dashboard queries {n}, which the daemon does not export"
+            );
+        }
+    }
 }

@@ -34,7 +34,12 @@ fn assert_one_line_usage_error(args: &[&str], needles: &[&str]) {
 #[test]
 fn the_shipped_configs_are_valid() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    for f in ["polyphony.toml", "daemon/simulated.toml"] {
+    for f in [
+        "polyphony.toml",
+        "daemon/simulated.toml",
+        "daemon/workfeed.toml",
+        "daemon/prometheus.toml",
+    ] {
         let p = root.join(f);
         let (code, out, err) = run(&["daemon", "--config", p.to_str().unwrap(), "--check"]);
         assert_eq!(code, 0, "{f}: {err}");
