@@ -7,7 +7,7 @@
 //! | GET | `/v1/status` | no | mode, iteration, configuration in force, last known good, last iteration |
 //! | GET | `/v1/iterations?limit=N` | no | the last N iteration records (default 50) |
 //! | GET | `/v1/samples` | no | the samples the controller admitted |
-//! | GET | `/v1/workload` | no | the last workload window given to the model (404 before the first) |
+//! | GET | `/v1/workload` | no | the last workload window given to the model (404 before the first); `?format=jsonl`: the window alone as a JSON-lines trace |
 //! | POST | `/v1/reload` | yes | re-read the config file (as SIGHUP) |
 //! | POST | `/v1/mode` | yes | body `{"mode": "advise"}` or `{"mode": "apply"}` |
 //! | POST | `/v1/rollback` | yes | return to the last known good configuration now |
@@ -160,10 +160,29 @@ async fn samples(State(s): State<Arc<ApiState>>) -> Json<serde_json::Value> {
     Json(read_snapshot(&s).samples)
 }
 
-async fn workload(State(s): State<Arc<ApiState>>) -> Response {
-    match read_snapshot(&s).window {
-        Some(w) => Json(w.as_ref().clone()).into_response(),
-        None => (StatusCode::NOT_FOUND, "no workload window taken yet\n").into_response(),
+/// `?format=jsonl`.
+#[derive(Debug, Deserialize)]
+struct Format {
+    format: Option<String>,
+}
+
+async fn workload(State(s): State<Arc<ApiState>>, Query(q): Query<Format>) -> Response {
+    let Some(w) = read_snapshot(&s).window else {
+        return (StatusCode::NOT_FOUND, "no workload window taken yet\n").into_response();
+    };
+    match q.format.as_deref() {
+        None | Some("json") => Json(w.as_ref().clone()).into_response(),
+        // The trace form `polyphony recommend --workload` and `[workload] source = "trace"` read.
+        Some("jsonl") => (
+            [(header::CONTENT_TYPE, "application/jsonl; charset=utf-8")],
+            w.workload.to_jsonl(),
+        )
+            .into_response(),
+        Some(other) => (
+            StatusCode::BAD_REQUEST,
+            format!("format={other}: use json (default) or jsonl\n"),
+        )
+            .into_response(),
     }
 }
 

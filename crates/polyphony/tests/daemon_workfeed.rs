@@ -8,7 +8,9 @@
 //! * the model's window (`/v1/workload`) holds exactly the flows sent with the right key, with
 //!   the configured host ids; unmapped hosts and unknown DSCPs are left out and counted;
 //! * the per-class SLIs of the iteration are the p50/p99/p99.9 of the sent durations over the
-//!   ideal FCT of the topology, as computed here independently.
+//!   ideal FCT of the topology, as computed here independently;
+//! * the window served as a JSON-lines trace feeds `polyphony recommend`;
+//! * a SIGHUP reload keeps the aggregator: datagrams sent afterwards still arrive.
 
 mod common;
 
@@ -274,7 +276,7 @@ fn workfeed_datagrams_become_the_models_window_and_the_slis() {
     assert_eq!(window["left_out"]["unknown_class"], 1, "{window}");
 
     // The next completed iteration measured the SLIs of exactly those flows.
-    let record = poll(Duration::from_secs(300), || {
+    let iteration = poll(Duration::from_secs(300), || {
         let s = get_json(&addr, "/v1/status");
         let it = s["last_iteration"].clone();
         it["classes"]
@@ -286,7 +288,7 @@ fn workfeed_datagrams_become_the_models_window_and_the_slis() {
             .then_some(it)
     })
     .expect("no iteration measured the captured flows");
-    for (class, k) in record["classes"].as_array().unwrap().iter().enumerate() {
+    for (class, k) in iteration["classes"].as_array().unwrap().iter().enumerate() {
         let want = ClassSli::from_slowdowns(Dscp::new(dscps[class]).unwrap(), &mut expected[class]).unwrap();
         let m = &k["measured"];
         for (name, v) in [("p50", want.p50), ("p99", want.p99), ("p999", want.p999)] {
@@ -314,6 +316,55 @@ fn workfeed_datagrams_become_the_models_window_and_the_slis() {
     let st = read_state(&state_dir).unwrap();
     assert!(st["history"].as_array().is_some_and(|h| !h.is_empty()));
     assert!(st["skipped_intervals"].as_u64().unwrap_or(0) >= 1);
+
+    // 4. The window as a trace, and one-shot advice from the daemon's state on it.
+    let (code, jsonl) = http(&addr, "GET", "/v1/workload?format=jsonl", &[], "");
+    assert_eq!(code, 200);
+    let trace = polyphony_spec::Workload::from_jsonl(&jsonl, "window").expect("the jsonl window parses as a trace");
+    assert_eq!(trace.flows.len(), sent.len());
+    let trace_file = dir.path().join("window.jsonl");
+    std::fs::write(&trace_file, &jsonl).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["recommend", "--json", "--state"])
+        .arg(&state_dir)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--workload")
+        .arg(&trace_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "recommend on the captured window failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let advice: Value = serde_json::from_slice(&out.stdout).expect("recommend --json prints JSON");
+    assert!(advice.is_object(), "{advice}");
+
+    // 5. SIGHUP with the same configuration keeps the running aggregator: new datagrams to the
+    // same address still arrive.
+    daemon.signal(libc::SIGHUP);
+    daemon
+        .wait_line("configuration reloaded", Duration::from_secs(120))
+        .expect("the reload was not accepted");
+    let later: Vec<FlowRecord> = (0..3)
+        .map(|c| {
+            record(
+                sender_addr(c),
+                43_000 + c as u16,
+                dscps[c],
+                900_000 + c as u64,
+                start0 + Nanos::from_secs_f64(10.0),
+                Nanos(20_000_000),
+            )
+        })
+        .collect();
+    send(udp, 8, Some(KEY), &later);
+    poll(Duration::from_secs(120), || {
+        let w = get_json(&addr, "/v1/workload");
+        (w["flows"].as_u64() == Some(sent.len() as u64 + 3)).then_some(())
+    })
+    .expect("flows sent after the reload never reached the window");
 
     daemon.signal(libc::SIGTERM);
     assert_eq!(daemon.wait(Duration::from_secs(300)), Some(0));
