@@ -187,16 +187,18 @@ fn describe(sc: &polyphony_spec::Scenario) -> String {
 }
 
 /// Writes `summary.md`, `summary.csv`, `iterations.csv` and (unless `plots` is false) three SVG
-/// plots per scenario into `dir`. `command` is quoted in the Markdown as the way to regenerate it.
+/// plots per scenario into `dir`. `command` is quoted in the Markdown as the way to regenerate it,
+/// `provenance` (commit, start) follows it.
 pub fn write_outputs(
     dir: &Path,
     o: &EvalOptions,
     results: &[ScenarioResult],
     command: &str,
+    provenance: &str,
     plots_for: &dyn Fn(usize) -> bool,
 ) -> Result<(), EvalError> {
     let mut md = format!(
-        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{} seed(s) × {} interval(s) per run; tuners: {}. Cells: median over seeds (min–max). \
+        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) × {} interval(s) per run; tuners: {}. Cells: median over seeds (min–max). \
 Convergence iteration = first of {} consecutive intervals in which every measured SLO held (0-based); minutes = that iteration × the interval. \
 Regret = Σ_t (J_t − J_ref) over measured intervals, J_ref = the lowest J any tuner measured on that seed. \
 Fairness = min r / max r and final J of the last measured interval.\n\n",

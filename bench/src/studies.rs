@@ -5,6 +5,7 @@
 
 use crate::tuners;
 use crate::EvalError;
+use polyphony::demo::poor_config;
 use polyphony::network::load_scenario;
 use polyphony_core::default_initial;
 use polyphony_model::TrafficMatrix;
@@ -35,15 +36,64 @@ impl Study {
         }
     }
 
+    /// Where the tuners start when the user does not say (`--start`): the deliberately poor
+    /// configuration for convergence, ablation and scale — so that reaching the SLOs is the
+    /// tuner's work, not the start's luck — and the default for adaptation, whose Table 3
+    /// measures the reaction to load shifts (phases II–IV), not the first convergence that
+    /// the convergence study already measures.
+    pub fn default_start(self) -> Start {
+        match self {
+            Study::Adaptation => Start::Default,
+            Study::Convergence | Study::Ablation | Study::Scale => Start::Poor,
+        }
+    }
+
     /// The tuners run when the user names none.
     pub fn default_tuners(self) -> Vec<String> {
         let v: &[&str] = match self {
             Study::Convergence | Study::Adaptation => &tuners::ALL,
             Study::Ablation => &tuners::ABLATION,
-            Study::Scale => &["polyphony"],
+            Study::Scale => &["polyphony", "fixed"],
         };
         v.iter().map(|s| s.to_string()).collect()
     }
+}
+
+/// The configuration every tuner of a study starts from (the fixed baseline keeps it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Start {
+    /// `polyphony::demo::poor_config`: the tightest class gets the smallest weight share,
+    /// every class initcwnd 2 and a 300 kB ECN threshold.
+    Poor,
+    /// The scenario's `initial`, else equal weights, K = 30 kB, initcwnd 10.
+    Default,
+}
+
+impl Start {
+    /// `poor` or `default`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Start::Poor => "poor",
+            Start::Default => "default",
+        }
+    }
+
+    /// Sets the start of every planned scenario.
+    pub fn apply(self, planned: &mut [Planned]) {
+        for p in planned {
+            p.start = match self {
+                Start::Poor => poor_config(&p.scenario),
+                Start::Default => default_start(&p.scenario),
+            };
+        }
+    }
+}
+
+fn default_start(scenario: &Scenario) -> NetworkConfig {
+    scenario
+        .initial
+        .clone()
+        .unwrap_or_else(|| default_initial(&scenario.classes))
 }
 
 /// SLO tightness of the reference scenario.
@@ -102,10 +152,7 @@ impl Planned {
     /// A scenario with its default start (the scenario's `initial`, else equal weights,
     /// K = 30 kB, initcwnd 10) and the per-class default knob space.
     pub fn new(label: &str, scenario: Scenario, matrix: TrafficMatrix) -> Planned {
-        let start = scenario
-            .initial
-            .clone()
-            .unwrap_or_else(|| default_initial(&scenario.classes));
+        let start = default_start(&scenario);
         let knobs = KnobSpace::per_class_default(&scenario.dscps(), scenario.topology.reference_rate());
         Planned {
             label: label.into(),

@@ -4,7 +4,7 @@
 
 use polyphony_bench::eval::{run_study, EvalOptions, GroundKind};
 use polyphony_bench::report::iterations_csv;
-use polyphony_bench::studies::{plan, Study, StudyOptions, Tightness};
+use polyphony_bench::studies::{plan, Start, Study, StudyOptions, Tightness};
 use polyphony_core::ControllerParams;
 use std::path::PathBuf;
 use std::process::Command;
@@ -107,4 +107,41 @@ fn bad_command_lines_are_refused_with_what_to_do() {
     let (code, err) = eval(&["adaptation", "--phase-iterations", "0", "--quiet"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--phase-iterations 0"), "{err}");
+}
+
+#[test]
+fn poor_start_puts_every_tuner_on_the_demo_poor_configuration() {
+    let mut planned = plan(
+        Study::Ablation,
+        &StudyOptions {
+            scenario_dir: scenario_dir(),
+            delay_us: Some(1500.0),
+            tightness: vec![],
+            phase_iterations: 1,
+            interval_s: Some(3.0),
+        },
+    )
+    .expect("plan");
+    assert_eq!(Study::Ablation.default_start(), Start::Poor);
+    assert_eq!(Study::Adaptation.default_start(), Start::Default);
+    Start::Poor.apply(&mut planned);
+    let poor = polyphony::demo::poor_config(&planned[0].scenario);
+    assert_eq!(planned[0].start, poor);
+    let mut o = options(1);
+    o.study = Study::Ablation;
+    o.iterations = 2;
+    o.tuners = vec!["polyphony".into(), "fixed".into()];
+    let r = run_study(&planned, &o, &|| {}).expect("run");
+    for t in &r[0].traces {
+        assert_eq!(t.records[0].config, poor, "{} did not start poor", t.tuner);
+    }
+    // The poor start misses an SLO on this scenario: the fixed tuner never leaves it.
+    let fixed = r[0].traces.iter().find(|t| t.tuner == "fixed").expect("fixed ran");
+    assert!(
+        fixed.records.iter().all(|rec| !rec.ratios.iter().all(|x| *x <= 1.0)),
+        "{:?}",
+        fixed.records.iter().map(|r| r.ratios.clone()).collect::<Vec<_>>()
+    );
+    Start::Default.apply(&mut planned);
+    assert_ne!(planned[0].start, poor);
 }

@@ -8,7 +8,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use polyphony_bench::eval::{run_study, write_outputs, EvalOptions, GroundKind};
 use polyphony_bench::scale::{self, ScaleOptions};
-use polyphony_bench::studies::{self, Study, StudyOptions, Tightness};
+use polyphony_bench::studies::{self, Start, Study, StudyOptions, Tightness};
 use polyphony_bench::EvalError;
 use polyphony_core::ControllerParams;
 use std::path::PathBuf;
@@ -47,6 +47,10 @@ struct Args {
     /// Tightness levels of the convergence study.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "low,medium,high")]
     tightness: Vec<Tightness>,
+    /// Where every tuner starts: `poor` (polyphony::demo::poor_config) or `default` (equal
+    /// weights, K = 30 kB, initcwnd 10). Default: poor, except adaptation: default.
+    #[arg(long, value_enum)]
+    start: Option<Start>,
     /// Intervals per load phase of the adaptation study.
     #[arg(long, default_value_t = 10)]
     phase_iterations: usize,
@@ -93,6 +97,22 @@ fn main() {
     std::process::exit(code);
 }
 
+/// `git rev-parse HEAD` of the working directory, with `-dirty` when tracked files differ from
+/// it; `unknown` when git is not available.
+fn git_commit() -> String {
+    let git = |args: &[&str]| std::process::Command::new("git").args(args).output().ok();
+    let Some(head) = git(&["rev-parse", "HEAD"]).filter(|o| o.status.success()) else {
+        return "unknown".into();
+    };
+    let hash = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let dirty = git(&["diff", "--quiet", "HEAD"]).is_some_and(|o| o.status.code() == Some(1));
+    if dirty {
+        format!("{hash}-dirty")
+    } else {
+        hash
+    }
+}
+
 fn run() -> Result<()> {
     let a = Args::parse();
     let params: ControllerParams = match &a.params {
@@ -136,7 +156,8 @@ fn run() -> Result<()> {
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.enable_steady_tick(Duration::from_millis(250));
-    let planned = match a.study {
+    let start = a.start.unwrap_or(a.study.default_start());
+    let mut planned = match a.study {
         Study::Scale => {
             let so = ScaleOptions {
                 racks: a.racks,
@@ -161,6 +182,7 @@ fn run() -> Result<()> {
             },
         )?,
     };
+    start.apply(&mut planned);
     let total = planned.len() as u64 * opts.tuners.len() as u64 * opts.seeds * opts.iterations as u64;
     bar.set_length(total);
     bar.set_message(format!("{} on {:?}", a.study.name(), a.ground));
@@ -174,10 +196,17 @@ fn run() -> Result<()> {
         "cargo run --release -p polyphony-bench --bin eval -- {}",
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
+    let provenance = format!(
+        "Run at commit `{}`; every tuner starts from the {} configuration (`--start`).",
+        git_commit(),
+        start.name()
+    );
     let plots = !a.no_plots;
     let scale = a.study == Study::Scale;
-    write_outputs(&out, &opts, &results, &command, &|i| plots && (!scale || i < 2))
-        .with_context(|| format!("writing {}", out.display()))?;
+    write_outputs(&out, &opts, &results, &command, &provenance, &|i| {
+        plots && (!scale || i < 2)
+    })
+    .with_context(|| format!("writing {}", out.display()))?;
     print!(
         "{}",
         std::fs::read_to_string(out.join("summary.md")).unwrap_or_default()
