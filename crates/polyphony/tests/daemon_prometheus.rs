@@ -6,17 +6,13 @@
 mod common;
 
 use common::*;
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-const PROMETHEUS: &str = "/usr/bin/prometheus";
 const TOKEN: &str = "test-token-0123456789abcdef";
 
 #[test]
 fn prometheus_scrapes_the_per_class_ratio() {
-    if !Path::new(PROMETHEUS).exists() {
-        eprintln!("skipped: needs {PROMETHEUS} (Debian package prometheus; scripts/test.sh installs it)");
+    if !have_prometheus() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -79,22 +75,7 @@ fn prometheus_scrapes_the_per_class_ratio() {
     );
 
     // A real Prometheus scraping it every second.
-    let prom_port = free_port();
-    let prom_cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &prom_cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: polyphony\n    static_configs:\n      - targets: [\"{addr}\"]\n"
-        ),
-    )
-    .unwrap();
-    let mut pcmd = Command::new(PROMETHEUS);
-    pcmd.arg(format!("--config.file={}", prom_cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .arg("--log.level=warn");
-    let mut prom = ChildGuard::spawn(&mut pcmd);
-    let prom_addr = format!("127.0.0.1:{prom_port}");
+    let (mut prom, prom_addr) = start_prometheus(dir.path(), "polyphony", &addr);
     let series = poll(Duration::from_secs(120), || {
         let (c, b) = try_http(&prom_addr, "GET", "/api/v1/query?query=polyphony_class_ratio", &[], "")?;
         if c != 200 {

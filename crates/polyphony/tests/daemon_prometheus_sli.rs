@@ -9,13 +9,9 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-const PROMETHEUS: &str = "/usr/bin/prometheus";
 
 /// (dscp, p50, p99, p99.9) served for each class.
 const SERVED: [(u8, f64, f64, f64); 3] = [(10, 1.5, 7.25, 13.5), (18, 2.0, 9.75, 21.0), (26, 3.25, 17.5, 40.0)];
@@ -79,36 +75,20 @@ impl Drop for Exposition {
 
 #[test]
 fn prometheus_sli_has_one_query_per_percentile() {
-    if !Path::new(PROMETHEUS).exists() {
-        eprintln!("skipped: needs {PROMETHEUS} (Debian package prometheus; scripts/test.sh installs it)");
+    if !have_prometheus() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let expo = Exposition::start();
 
-    let prom_port = free_port();
-    let prom_cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &prom_cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: app\n    static_configs:\n      - targets: [\"{}\"]\n",
-            expo.addr
-        ),
-    )
-    .unwrap();
-    let mut pcmd = Command::new(PROMETHEUS);
-    pcmd.arg(format!("--config.file={}", prom_cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .arg("--log.level=warn");
-    let mut prom = ChildGuard::spawn(&mut pcmd);
+    let (mut prom, prom_addr) = start_prometheus(dir.path(), "app", &expo.addr);
 
     let state_dir = dir.path().join("state");
     let cfg = dir.path().join("daemon.toml");
     let text = simulated_config(&state_dir, "advise", 1.0, "").replace(
         "source = \"simulated\"",
         &format!(
-            "source = \"prometheus\"\nurl = \"http://127.0.0.1:{prom_port}\"\nquery = 'app_fct_slowdown{{dscp=\"{{dscp}}\",quantile=\"{{quantile}}\"}}'"
+            "source = \"prometheus\"\nurl = \"http://{prom_addr}\"\nquery = 'app_fct_slowdown{{dscp=\"{{dscp}}\",quantile=\"{{quantile}}\"}}'"
         ),
     );
     std::fs::write(&cfg, &text).unwrap();

@@ -19,7 +19,6 @@ use polyphony_model::Topology;
 use polyphony_spec::{Bytes, ClassSli, Dscp, HostId, Nanos, TopologySpec};
 use serde_json::Value;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::path::Path;
 use std::time::Duration;
 use workfeed::agent::{AgentConfig, Sender};
 use workfeed::metrics::AgentMetrics;
@@ -32,42 +31,6 @@ const FLOWS_PER_CLASS: usize = 30;
 
 fn sender_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(198, 18, i as u8 + 1, 2)
-}
-
-fn config(state: &Path, key_file: &Path) -> String {
-    format!(
-        r#"mode = "advise"
-interval_s = 1.0
-state_dir = "{state}"
-
-[controller]
-seed = 5
-acq_random_candidates = 12
-acq_refine_starts = 1
-acq_max_iters = 4
-gp_max_eval = 25
-
-{CLASSES_AND_TOPOLOGY}
-[sli]
-source = "workfeed"
-min_flows = 5
-
-[workload]
-source = "workfeed"
-listen = "127.0.0.1:0"
-window_s = 120
-key_file = "{key}"
-hosts = {{ "198.18.1.2" = 0, "198.18.2.2" = 1, "198.18.3.2" = 2, "198.18.100.2" = 3 }}
-
-[http]
-listen = "127.0.0.1:0"
-
-[guard]
-max_objective = 1000000.0
-"#,
-        state = state.display(),
-        key = key_file.display(),
-    )
 }
 
 fn topology() -> Topology {
@@ -143,7 +106,7 @@ fn workfeed_datagrams_become_the_models_window_and_the_slis() {
     let key_file = dir.path().join("workfeed.key");
     std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
     let cfg = dir.path().join("daemon.toml");
-    std::fs::write(&cfg, config(&state_dir, &key_file)).unwrap();
+    std::fs::write(&cfg, workfeed_config(&state_dir, &key_file, 120.0)).unwrap();
 
     let mut cmd = std::process::Command::new(BIN);
     cmd.args(["--log", "info", "daemon", "--config"]).arg(&cfg);
@@ -151,21 +114,11 @@ fn workfeed_datagrams_become_the_models_window_and_the_slis() {
     let udp_line = daemon
         .wait_line("Workfeed aggregator listening on udp://", Duration::from_secs(60))
         .expect("the daemon did not report its Workfeed address");
-    let udp: std::net::SocketAddr = udp_line
-        .split("udp://")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|s| s.parse().ok())
-        .expect("Workfeed address");
+    let udp: std::net::SocketAddr = address_after(&udp_line, "udp://").parse().expect("Workfeed address");
     let http_line = daemon
         .wait_line("/metrics on http://", Duration::from_secs(60))
         .expect("the daemon did not report its HTTP address");
-    let addr = http_line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap()
-        .to_string();
+    let addr = address_after(&http_line, "http://");
 
     // 1. Nothing captured yet: the interval is skipped, counted, and the daemon keeps running.
     let status = poll(Duration::from_secs(60), || {

@@ -53,50 +53,6 @@ fn workload() -> Workload {
     Workload::new(flows, Nanos::from_secs_f64(FLOWS as f64 * SPACING_S)).expect("workload")
 }
 
-fn config(state: &std::path::Path, key: &std::path::Path) -> String {
-    format!(
-        r#"mode = "advise"
-interval_s = 1.0
-state_dir = "{state}"
-
-[controller]
-seed = 5
-acq_random_candidates = 12
-acq_refine_starts = 1
-acq_max_iters = 4
-gp_max_eval = 25
-
-{CLASSES_AND_TOPOLOGY}
-[sli]
-source = "workfeed"
-min_flows = 5
-
-[workload]
-source = "workfeed"
-listen = "127.0.0.1:0"
-window_s = 300
-key_file = "{key}"
-hosts = {{ "198.18.1.2" = 0, "198.18.2.2" = 1, "198.18.3.2" = 2, "198.18.100.2" = 3 }}
-
-[http]
-listen = "127.0.0.1:0"
-
-[guard]
-max_objective = 1000000.0
-"#,
-        state = state.display(),
-        key = key.display(),
-    )
-}
-
-fn address_after(line: &str, scheme: &str) -> String {
-    line.split(scheme)
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .map(|s| s.trim_end_matches(|c: char| !c.is_ascii_digit()).to_string())
-        .unwrap_or_else(|| panic!("no {scheme} address in {line:?}"))
-}
-
 #[test]
 fn the_daemon_models_the_flows_its_embedded_aggregator_captured() {
     // SAFETY: geteuid has no preconditions.
@@ -115,7 +71,7 @@ fn the_daemon_models_the_flows_its_embedded_aggregator_captured() {
     std::fs::write(&key, format!("{KEY}\n")).unwrap();
     let state_dir = dir.path().join("state");
     let cfg = dir.path().join("daemon.toml");
-    std::fs::write(&cfg, config(&state_dir, &key)).unwrap();
+    std::fs::write(&cfg, workfeed_config(&state_dir, &key, 300.0)).unwrap();
     let mut cmd = std::process::Command::new(BIN);
     cmd.args(["--log", "info", "daemon", "--config"]).arg(&cfg);
     let mut daemon = ChildGuard::spawn(&mut cmd);

@@ -38,6 +38,15 @@ rate_mbps = 100
 link_delay_us = 2.5
 "#;
 
+/// Controller settings cheap enough for debug builds.
+pub const CHEAP_CONTROLLER: &str = r#"[controller]
+seed = 5
+acq_random_candidates = 12
+acq_refine_starts = 1
+acq_max_iters = 4
+gp_max_eval = 25
+"#;
+
 /// A simulated-network daemon config with cheap controller settings (debug builds are slow).
 pub fn simulated_config(state: &Path, mode: &str, interval_s: f64, extra_http: &str) -> String {
     format!(
@@ -45,13 +54,7 @@ pub fn simulated_config(state: &Path, mode: &str, interval_s: f64, extra_http: &
 interval_s = {interval_s}
 state_dir = "{state}"
 
-[controller]
-seed = 5
-acq_random_candidates = 12
-acq_refine_starts = 1
-acq_max_iters = 4
-gp_max_eval = 25
-
+{CHEAP_CONTROLLER}
 {CLASSES_AND_TOPOLOGY}
 [sli]
 source = "simulated"
@@ -71,6 +74,79 @@ max_objective = 1000000.0
         scenario = scenario().display(),
         CLASSES_AND_TOPOLOGY = CLASSES_AND_TOPOLOGY,
     )
+}
+
+/// An advise-mode daemon config whose workload and SLIs come from its embedded Workfeed
+/// aggregator on a free loopback port, keyed with `key_file`, with the testbed's host map.
+pub fn workfeed_config(state: &Path, key_file: &Path, window_s: f64) -> String {
+    format!(
+        r#"mode = "advise"
+interval_s = 1.0
+state_dir = "{state}"
+
+{CHEAP_CONTROLLER}
+{CLASSES_AND_TOPOLOGY}
+[sli]
+source = "workfeed"
+min_flows = 5
+
+[workload]
+source = "workfeed"
+listen = "127.0.0.1:0"
+window_s = {window_s}
+key_file = "{key}"
+hosts = {{ "198.18.1.2" = 0, "198.18.2.2" = 1, "198.18.3.2" = 2, "198.18.100.2" = 3 }}
+
+[http]
+listen = "127.0.0.1:0"
+
+[guard]
+max_objective = 1000000.0
+"#,
+        state = state.display(),
+        key = key_file.display(),
+    )
+}
+
+/// Debian's Prometheus binary.
+pub const PROMETHEUS: &str = "/usr/bin/prometheus";
+
+/// Whether Debian's Prometheus is installed; prints the skip line when not.
+pub fn have_prometheus() -> bool {
+    let ok = Path::new(PROMETHEUS).exists();
+    if !ok {
+        eprintln!("skipped: needs {PROMETHEUS} (Debian package prometheus; scripts/test.sh installs it)");
+    }
+    ok
+}
+
+/// Starts Prometheus scraping `target` every second, its data under `dir`; returns it and its
+/// `host:port`.
+pub fn start_prometheus(dir: &Path, job: &str, target: &str) -> (ChildGuard, String) {
+    let port = free_port();
+    let cfg = dir.join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [\"{target}\"]\n"
+        ),
+    )
+    .expect("prometheus.yml");
+    let mut cmd = Command::new(PROMETHEUS);
+    cmd.arg(format!("--config.file={}", cfg.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--log.level=warn");
+    (ChildGuard::spawn(&mut cmd), format!("127.0.0.1:{port}"))
+}
+
+/// The address after `scheme` (e.g. `udp://`) in a log line.
+pub fn address_after(line: &str, scheme: &str) -> String {
+    line.split(scheme)
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .map(|s| s.trim_end_matches(|c: char| !c.is_ascii_digit()).to_string())
+        .unwrap_or_else(|| panic!("no {scheme} address in {line:?}"))
 }
 
 /// A child process killed (SIGKILL, by PID) when dropped, with its stderr lines forwarded to a
