@@ -10,7 +10,8 @@
 //! * the per-class SLIs of the iteration are the p50/p99/p99.9 of the sent durations over the
 //!   ideal FCT of the topology, as computed here independently;
 //! * the window served as a JSON-lines trace feeds `polyphony recommend`;
-//! * a SIGHUP reload keeps the aggregator: datagrams sent afterwards still arrive.
+//! * a SIGHUP reload keeps the aggregator: datagrams sent afterwards still arrive; a reload that
+//!   asks for another listener is refused.
 
 mod common;
 
@@ -318,6 +319,23 @@ fn workfeed_datagrams_become_the_models_window_and_the_slis() {
         (w["flows"].as_u64() == Some(sent.len() as u64 + 3)).then_some(())
     })
     .expect("flows sent after the reload never reached the window");
+
+    // 6. A new listener cannot be taken over by a reload: refused, the running one stays.
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace(
+            "listen = \"127.0.0.1:0\"\nwindow_s",
+            "listen = \"127.0.0.1:1\"\nwindow_s",
+        ),
+    )
+    .unwrap();
+    daemon.signal(libc::SIGHUP);
+    let refused = daemon
+        .wait_line("reload refused", Duration::from_secs(120))
+        .expect("a new Workfeed listener was not refused");
+    assert!(refused.contains("needs a restart"), "{refused}");
+    assert_eq!(get_json(&addr, "/v1/workload")["flows"], sent.len() as u64 + 3);
 
     daemon.signal(libc::SIGTERM);
     assert_eq!(daemon.wait(Duration::from_secs(300)), Some(0));

@@ -270,6 +270,15 @@ impl Daemon {
                     error!("reload refused, keeping the running configuration: changing `{k}` needs a restart");
                     return;
                 }
+                if matches!(n.workload, crate::config::WorkloadSource::Workfeed { .. })
+                    && !self.sources.feed().is_some_and(|f| f.serves(&n.workload))
+                {
+                    error!(
+                        "reload refused, keeping the running configuration: a new Workfeed listener \
+                         (workload.listen, workload.key_file, or a window_s beyond what is retained) needs a restart"
+                    );
+                    return;
+                }
                 let sources = match Sources::new(&new, self.sources.feed()).await {
                     Ok(s) => s,
                     Err(e) => {
