@@ -835,3 +835,39 @@ fn validate_knobs(space: &KnobSpace, dscps: &[Dscp]) -> Result<(), SpecError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_per_percentile_query_overrides_the_template_and_quantiles_are_substituted() {
+        let q = PromQueries {
+            p99: Some("tail99{dscp=\"{dscp}\"}".into()),
+            ..PromQueries::default()
+        };
+        let r = q
+            .resolve(Some("s{dscp=\"{dscp}\",quantile=\"{quantile}\"}"))
+            .expect("valid");
+        assert_eq!(
+            r.percentiles,
+            [
+                "s{dscp=\"{dscp}\",quantile=\"0.5\"}".to_string(),
+                "tail99{dscp=\"{dscp}\"}".to_string(),
+                "s{dscp=\"{dscp}\",quantile=\"0.999\"}".to_string(),
+            ]
+        );
+        assert_eq!(r.mean, None);
+    }
+
+    #[test]
+    fn without_a_template_every_percentile_needs_its_own_query() {
+        let q = PromQueries {
+            p50: Some("a{dscp}".into()),
+            p999: Some("c{dscp}".into()),
+            ..PromQueries::default()
+        };
+        let (key, value, _) = q.resolve(None).expect_err("p99 has no query");
+        assert_eq!((key.as_str(), value.as_str()), ("sli.queries.p99", "(missing)"));
+    }
+}
