@@ -7,8 +7,10 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use polyphony_model::{default_cdf_dir, default_config, scenario_input, FlowSim, NetworkModel, PktSim};
-use polyphony_spec::{Nanos, Scenario};
+use polyphony_model::{
+    default_cdf_dir, default_config, scenario_input, FlowSim, FlowSimMode, FlowSimOptions, NetworkModel, PktSim,
+};
+use polyphony_spec::{Bytes, Nanos, NetworkConfig, Packets, Scenario};
 use std::hint::black_box;
 
 fn scenario(name: &str) -> Scenario {
@@ -17,6 +19,37 @@ fn scenario(name: &str) -> Scenario {
         .join(name);
     let text = std::fs::read_to_string(&p).expect("scenario file");
     Scenario::from_toml(&text, name).expect("valid scenario")
+}
+
+fn aggregate() -> FlowSim {
+    FlowSim {
+        options: FlowSimOptions {
+            mode: FlowSimMode::Aggregate,
+            ..FlowSimOptions::default()
+        },
+    }
+}
+
+/// `n` distinct configurations around the scenario's default (weights, K and initcwnd varied
+/// deterministically), for batch timings.
+fn batch_of(s: &Scenario, n: usize) -> Vec<NetworkConfig> {
+    (0..n)
+        .map(|i| {
+            let mut c = default_config(s);
+            let k = c.classes.len();
+            for (j, cl) in c.classes.iter_mut().enumerate() {
+                let x = ((i * 7 + j * 3) % 10) as f64 / 10.0;
+                cl.weight = (0.5 + x) / k as f64;
+                cl.ecn_threshold = Bytes(3_000 + ((i * 13 + j * 5) % 20) as u64 * 15_000);
+                cl.init_cwnd = Packets(2 + ((i * 11 + j * 7) % 31) as u32 * 2);
+            }
+            let total: f64 = c.classes.iter().map(|cl| cl.weight).sum();
+            for cl in &mut c.classes {
+                cl.weight /= total;
+            }
+            c
+        })
+        .collect()
 }
 
 fn reference(c: &mut Criterion) {
@@ -33,6 +66,17 @@ fn reference(c: &mut Criterion) {
     g.throughput(Throughput::Elements(flows));
     g.bench_function("flowsim (elements = flows)", |b| {
         b.iter(|| black_box(FlowSim::default().evaluate(&input, &cfg)))
+    });
+    // The aggregate mode the way the controller calls it: one batch of configurations per
+    // call, so the configuration-independent work is shared (elements = flows × configurations).
+    let batch = batch_of(&s, 30);
+    g.throughput(Throughput::Elements(flows * batch.len() as u64));
+    g.bench_function("flowsim aggregate, batch of 30 (elements = flows × configs)", |b| {
+        b.iter(|| black_box(aggregate().evaluate(&input, &batch)))
+    });
+    g.throughput(Throughput::Elements(flows));
+    g.bench_function("flowsim aggregate, one config (elements = flows)", |b| {
+        b.iter(|| black_box(aggregate().evaluate(&input, &cfg)))
     });
     g.throughput(Throughput::Elements(pk.stats.packets));
     g.sample_size(10);

@@ -56,7 +56,7 @@ impl ModelInput {
         }
     }
 
-    fn measured(&self, start: Nanos) -> bool {
+    pub(crate) fn measured(&self, start: Nanos) -> bool {
         start >= self.measure_from && start < self.measure_until.unwrap_or(Nanos(u64::MAX))
     }
 }

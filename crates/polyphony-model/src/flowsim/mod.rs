@@ -26,11 +26,14 @@
 //! per-link flow lists). Deterministic: no random draws; `seed` only salts ECMP, the same way
 //! as `pktsim`.
 
+mod aggregate;
+mod curve;
 pub(crate) mod link;
 
 use crate::error::ModelError;
 use crate::model::{class_params, finish, flow_classes, ModelInput, ModelOutput, NetworkModel, RunStats};
 use crate::topology::{HEADER_BYTES, MSS};
+use aggregate::{AggPlan, AggScratch};
 use link::{LinkFlow, LinkSim};
 use polyphony_spec::{Bytes, Nanos, NetworkConfig};
 
@@ -82,6 +85,7 @@ pub struct FlowSim {
 
 /// The configuration-independent part of an evaluation.
 struct Plan {
+    flow_class: Vec<u8>,
     links: Vec<(polyphony_spec::BitsPerSec, Vec<LinkFlow>)>,
     base_extra: Vec<f64>,
     ideals: Vec<Nanos>,
@@ -153,6 +157,7 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
         .map(|(l, lf)| (links[l].rate, lf))
         .collect();
     Ok(Plan {
+        flow_class,
         links: plan_links,
         base_extra,
         ideals,
@@ -168,6 +173,56 @@ impl FlowSim {
         }
         let p = plan(input)?;
         self.run_planned(input, &p, cfg)
+    }
+
+    /// The aggregate mode on a batch: the configuration-independent work once, then one
+    /// O(classes)-per-flow pass per configuration.
+    fn run_aggregate(
+        &self,
+        input: &ModelInput,
+        p: &Plan,
+        configs: &[NetworkConfig],
+    ) -> Vec<Result<ModelOutput, ModelError>> {
+        let nc = input.classes.len();
+        let ap = AggPlan::new(input, p);
+        let mut scratch = AggScratch::new(nc);
+        configs
+            .iter()
+            .map(|cfg| {
+                let params = class_params(input, cfg)?;
+                let events = aggregate::run(&ap, &p.base_extra, &params, &self.options, &mut scratch);
+                let mut stats = RunStats {
+                    events,
+                    ..RunStats::default()
+                };
+                if input.keep_flows {
+                    let fct: Vec<Option<Nanos>> = p
+                        .ideals
+                        .iter()
+                        .zip(&scratch.extra)
+                        .map(|(i, e)| Some(Nanos(i.0 + e.max(0.0).round() as u64)))
+                        .collect();
+                    let end = input
+                        .workload
+                        .flows
+                        .iter()
+                        .zip(&fct)
+                        .map(|(f, t)| f.start.0 + t.map_or(0, |t| t.0))
+                        .max()
+                        .unwrap_or(0);
+                    return Ok(finish(input, &fct, Some(&p.ideals), Nanos(end), stats));
+                }
+                let (sli, end) = aggregate::slis(&ap, &mut scratch, &input.classes);
+                stats.flows = input.workload.flows.len() as u64;
+                stats.measured = ap.measured_flows();
+                stats.sim_time = Nanos(end.round() as u64);
+                Ok(ModelOutput {
+                    sli,
+                    flows: None,
+                    stats,
+                })
+            })
+            .collect()
     }
 
     fn run_planned(&self, input: &ModelInput, p: &Plan, cfg: &NetworkConfig) -> Result<ModelOutput, ModelError> {
@@ -203,16 +258,11 @@ impl NetworkModel for FlowSim {
         "flowsim"
     }
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
-        if self.options.mode == FlowSimMode::Aggregate {
-            let e = ModelError::invalid(
-                "FlowSimOptions.mode",
-                "Aggregate",
-                "the aggregate mode is not implemented yet; use FlowSimMode::PerFlow",
-            );
-            return configs.iter().map(|_| Err(e.clone())).collect();
-        }
         match plan(input) {
-            Ok(p) => configs.iter().map(|c| self.run_planned(input, &p, c)).collect(),
+            Ok(p) => match self.options.mode {
+                FlowSimMode::PerFlow => configs.iter().map(|c| self.run_planned(input, &p, c)).collect(),
+                FlowSimMode::Aggregate => self.run_aggregate(input, &p, configs),
+            },
             Err(e) => configs.iter().map(|_| Err(e.clone())).collect(),
         }
     }
