@@ -129,7 +129,10 @@ impl Ground for PktsimGround {
 }
 
 /// The namespace testbed (root): `testbed::up` at construction, `Testbed::apply` before each
-/// interval, `emu` replays the interval's flows; `testbed::down` when dropped.
+/// interval, `emu` replays the interval's flows; `testbed::down` when dropped. Slowdowns divide
+/// by the fixed `testbed::REFERENCE_BASE_RTT` (the one the SLOs of
+/// `configs/scenarios/testbed-*.toml` were calibrated with), not by the probe taken at `up`,
+/// which moves 3× with the machine's load.
 pub struct TestbedGround {
     bed: testbed::Testbed,
     plan: emu::EmuPlan,
@@ -146,7 +149,7 @@ impl TestbedGround {
         let mut plan = emu::EmuPlan::new(
             bed.state.hosts(),
             bed.state.classes.clone(),
-            bed.state.ideal(),
+            bed.state.reference_ideal(),
             scenario.interval(),
         );
         plan.drain = Nanos::from_secs_f64(3.0);

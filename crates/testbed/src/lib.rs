@@ -27,12 +27,19 @@ pub use error::TestbedError;
 pub use names::Names;
 pub use status::{InstanceState, TestbedStatus};
 
-use polyphony_spec::{BitsPerSec, Bytes, NetworkConfig, Packets, Scenario, TopologySpec};
+use polyphony_spec::{BitsPerSec, Bytes, Nanos, NetworkConfig, Packets, Scenario, TopologySpec};
 
 /// ECN threshold of the default configuration.
 pub const DEFAULT_K: Bytes = Bytes(30_000);
 /// Initial window of the default configuration.
 pub const DEFAULT_INIT_CWND: Packets = Packets(10);
+/// The base RTT that calibrated testbed studies (`configs/scenarios/testbed-*.toml`, the
+/// daemon's end-to-end test, `eval --ground testbed`) divide flow completion times by: 25 µs,
+/// the idle probe on a quiet machine (`docs/testbed-measurements.md`). The probe taken at
+/// `up` ([`InstanceState::base_rtt`]) swings between 21 and 98 µs with the machine's load
+/// (three `up`s within one second read 58, 25 and 78 µs), which rescales every small flow's
+/// slowdown by up to 3×; a fixed reference keeps slowdowns of different runs comparable.
+pub const REFERENCE_BASE_RTT: Nanos = Nanos(25_000);
 
 /// How to build an instance.
 #[derive(Debug, Clone, PartialEq)]

@@ -33,6 +33,12 @@ impl InstanceState {
     pub fn ideal(&self) -> IdealFct {
         IdealFct::tcp(self.base_rtt, self.rate)
     }
+    /// The ideal-FCT parameters with the fixed [`crate::REFERENCE_BASE_RTT`] instead of the
+    /// probe measured at `up`: what calibrated studies divide by, so that slowdowns of two
+    /// instances (or of one instance brought up twice) are comparable.
+    pub fn reference_ideal(&self) -> IdealFct {
+        IdealFct::tcp(crate::REFERENCE_BASE_RTT, self.rate)
+    }
     /// The emu hosts of this instance.
     pub fn hosts(&self) -> emu::netns::Hosts {
         emu::netns::Hosts {
