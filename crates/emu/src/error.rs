@@ -49,6 +49,14 @@ pub enum EmuError {
         /// What went wrong.
         why: String,
     },
+    /// The live `/metrics` endpoint could not listen on its address.
+    #[error("--metrics-listen {addr}: cannot serve /metrics there: {source}; give a free local address and port (port 0 picks one)")]
+    Listen {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// A worker thread died.
     #[error("emu worker {0} panicked or could not start")]
     Worker(String),

@@ -68,7 +68,8 @@ pub struct EmuOutputs {
     pub flows: Option<PathBuf>,
     /// Per-interval summaries (JSON lines of [`IntervalSummary`]).
     pub intervals: Option<PathBuf>,
-    /// Prometheus metrics to update.
+    /// Prometheus metrics to update as each flow ends (every class's series is created at zero
+    /// when the run starts).
     pub metrics: Option<EmuMetrics>,
     /// Receives each interval summary as soon as the interval closes.
     pub live: Option<mpsc::Sender<IntervalSummary>>,
@@ -93,6 +94,9 @@ enum Msg {
 /// them. Flows are `src` = sender index, `dst` = the receiver (`senders`).
 pub fn run(plan: &EmuPlan, workload: &Workload, duration: Nanos, out: &EmuOutputs) -> Result<RunResult, EmuError> {
     validate(plan, workload, duration)?;
+    if let Some(m) = &out.metrics {
+        m.declare_classes(&plan.classes);
+    }
     raise_nofile();
     let wall0 = monotonic_ns();
     let flows: Vec<Flow> = workload.flows.iter().filter(|f| f.start < duration).copied().collect();
