@@ -3,10 +3,14 @@
 //! correlation of J (LSE with c = 10, λ = 0.5, r_i = p99_i / SLO_i), and the speed ratio, all
 //! measured in one run on one core. Prints a Markdown table.
 //!
-//! Timing: pktsim evaluates the batch once; each flowsim mode evaluates the same batch
-//! `--repeat` times (a batch takes about a millisecond, too short to time once on a shared
-//! machine) and the median is reported, per configuration. `NetworkModel::evaluate` is called
-//! with the whole batch, the way the controller calls it, so work that does not depend on the
+//! Timing, side by side: pktsim evaluates the configurations one at a time, and after each of
+//! them every flowsim mode evaluates the whole batch (a few times: one batch takes about a
+//! millisecond) and the controller-sized batch once, so both models are timed under the same
+//! load from the other processes sharing the machine. Reported per configuration: pktsim's
+//! total over the configurations, flowsim's median over the turns (wall) and mean (CPU). Two
+//! clocks: wall time, and the thread's CPU time (`/proc/thread-self/schedstat`), which other
+//! processes time-sharing the cores do not inflate (contention for caches still does). `NetworkModel::evaluate` is called with the
+//! whole batch, the way the controller calls it, so work that does not depend on the
 //! configuration (routes, ideal FCTs, per-link flow lists) is shared by the batch. With
 //! `--controller-batch N` each flowsim mode is also timed on a batch of N configurations (the
 //! random ones repeated), the size of one control decision's batch.
@@ -54,30 +58,57 @@ struct Args {
     /// Use the built-in 32 × 8 leaf-spine scale scenario instead of `--scenario`.
     #[arg(long)]
     scale: bool,
-    /// Times each flowsim mode evaluates the batch; the median is reported.
-    #[arg(long, default_value_t = 11)]
+    /// Evaluations of the batch per flowsim mode, spread over the pktsim runs.
+    #[arg(long, default_value_t = 60)]
     repeat: usize,
     /// Also time each flowsim mode on a batch of this many configurations (0: skip).
     #[arg(long, default_value_t = 240)]
     controller_batch: usize,
 }
 
-/// The median wall time (s) of `repeat` evaluations of `configs`, and the last outputs.
+/// This thread's CPU time in seconds (Linux), if readable.
+fn thread_cpu() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 * 1e-9)
+}
+
+/// Wall and CPU seconds of one evaluation of a batch.
+#[derive(Clone, Copy)]
+struct Took {
+    wall: f64,
+    cpu: f64,
+}
+
+/// The median wall time and the mean CPU time of `repeat` evaluations of `configs` (the
+/// kernel accounts CPU time at scheduler ticks, too coarse for one short batch), and the last
+/// outputs.
 fn timed(
     m: &dyn NetworkModel,
     input: &ModelInput,
     configs: &[NetworkConfig],
     repeat: usize,
-) -> Result<(Vec<ModelOutput>, f64)> {
-    let mut times = Vec::new();
+) -> Result<(Vec<ModelOutput>, Took)> {
+    let mut wall = Vec::new();
     let mut outs = Vec::new();
+    let c0 = thread_cpu();
     for _ in 0..repeat.max(1) {
         let t0 = Instant::now();
         outs = m.evaluate(input, configs).into_iter().collect::<Result<Vec<_>, _>>()?;
-        times.push(t0.elapsed().as_secs_f64());
+        wall.push(t0.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    Ok((outs, times[times.len() / 2]))
+    let cpu = match (c0, thread_cpu()) {
+        (Some(a), Some(b)) => (b - a) / wall.len() as f64,
+        _ => f64::NAN,
+    };
+    wall.sort_by(f64::total_cmp);
+    Ok((
+        outs,
+        Took {
+            wall: wall[wall.len() / 2],
+            cpu,
+        },
+    ))
 }
 
 fn main() -> Result<()> {
@@ -114,18 +145,45 @@ fn main() -> Result<()> {
             },
         })
         .collect();
-    let mut fos = Vec::new();
-    for m in &sims {
-        fos.push(timed(m, &input, &configs, a.repeat)?);
-    }
-    let (po, pt) = timed(&PktSim::default(), &input, &configs, 1)?;
+    // Side by side: pktsim evaluates the configurations one at a time, and after each of them
+    // every flowsim mode evaluates the whole batch (and the controller-sized batch), so both
+    // models are timed under the same load from the other processes on the machine.
     let big: Vec<NetworkConfig> = configs.iter().cycle().take(a.controller_batch).cloned().collect();
-    let mut big_times = Vec::new();
-    if !big.is_empty() {
-        for m in &sims {
-            big_times.push(timed(m, &input, &big, a.repeat.div_ceil(4))?.1);
+    let mut po = Vec::new();
+    let mut pt = Took { wall: 0.0, cpu: 0.0 };
+    let mut samples = vec![Vec::new(); sims.len()];
+    let mut big_samples = vec![Vec::new(); sims.len()];
+    let mut fos: Vec<Vec<ModelOutput>> = vec![Vec::new(); sims.len()];
+    let per_turn = a.repeat.div_ceil(configs.len()).max(1);
+    for k in 0..configs.len() {
+        let (mut o, t) = timed(&PktSim::default(), &input, &configs[k..=k], 1)?;
+        po.append(&mut o);
+        pt.wall += t.wall;
+        pt.cpu += t.cpu;
+        for (m, sim) in sims.iter().enumerate() {
+            let (o, t) = timed(sim, &input, &configs, per_turn)?;
+            fos[m] = o;
+            samples[m].push(t);
+            if !big.is_empty() {
+                big_samples[m].push(timed(sim, &input, &big, 1)?.1);
+            }
         }
     }
+    // Per mode: the median wall time and the mean CPU time over the turns.
+    let summary = |v: &[Took]| -> Took {
+        let mut w: Vec<f64> = v.iter().map(|t| t.wall).collect();
+        w.sort_by(f64::total_cmp);
+        Took {
+            wall: w[w.len() / 2],
+            cpu: v.iter().map(|t| t.cpu).sum::<f64>() / v.len() as f64,
+        }
+    };
+    let fos: Vec<(Vec<ModelOutput>, Took)> = fos.into_iter().zip(&samples).map(|(o, v)| (o, summary(v))).collect();
+    let big_times: Vec<Took> = if big.is_empty() {
+        Vec::new()
+    } else {
+        big_samples.iter().map(|v| summary(v)).collect()
+    };
 
     let n = s.classes.len();
     let p99 = |o: &ModelOutput, d| o.sli.get(d).map_or(f64::NAN, |x| x.p99);
@@ -199,38 +257,54 @@ fn main() -> Result<()> {
         common::spearman(&js[0], &jp),
         common::spearman(&js[1], &jp)
     );
-    let per_cfg = |t: f64, k: usize| t * 1e3 / k as f64;
+    let ms = |t: f64, k: usize| t * 1e3 / k as f64;
     let nc = configs.len();
+    let (f0, f1) = (fos[0].1, fos[1].1);
     println!(
-        "| wall time per configuration, batch of {nc} (median of {}) | {:.4} ms ({:.2} M flows/s) | {:.4} ms ({:.2} M flows/s) |",
-        a.repeat.max(1),
-        per_cfg(fos[0].1, nc),
-        (flows * nc) as f64 / fos[0].1 / 1e6,
-        per_cfg(fos[1].1, nc),
-        (flows * nc) as f64 / fos[1].1 / 1e6
+        "| wall time per configuration, batch of {nc} (median of {} turns) | {:.4} ms ({:.2} M flows/s) | {:.4} ms ({:.2} M flows/s) |",
+        nc,
+        ms(f0.wall, nc),
+        (flows * nc) as f64 / f0.wall / 1e6,
+        ms(f1.wall, nc),
+        (flows * nc) as f64 / f1.wall / 1e6
     );
     println!(
-        "| speed ratio pktsim / flowsim, batch of {nc} | {:.0}× | {:.0}× |",
-        pt / fos[0].1,
-        pt / fos[1].1
+        "| CPU time per configuration, batch of {nc} (mean) | {:.4} ms | {:.4} ms |",
+        ms(f0.cpu, nc),
+        ms(f1.cpu, nc)
+    );
+    println!(
+        "| speed ratio pktsim / flowsim, batch of {nc}, wall time | {:.0}× | {:.0}× |",
+        pt.wall / f0.wall,
+        pt.wall / f1.wall
+    );
+    println!(
+        "| speed ratio pktsim / flowsim, batch of {nc}, CPU time | {:.0}× | {:.0}× |",
+        pt.cpu / f0.cpu,
+        pt.cpu / f1.cpu
     );
     if let [t0, t1] = big_times[..] {
         let k = big.len();
         println!(
-            "| wall time per configuration, batch of {k} | {:.4} ms | {:.4} ms |",
-            per_cfg(t0, k),
-            per_cfg(t1, k)
+            "| wall (CPU) time per configuration, batch of {k} | {:.4} ({:.4}) ms | {:.4} ({:.4}) ms |",
+            ms(t0.wall, k),
+            ms(t0.cpu, k),
+            ms(t1.wall, k),
+            ms(t1.cpu, k)
         );
         println!(
-            "| speed ratio pktsim / flowsim, batch of {k} (per configuration) | {:.0}× | {:.0}× |",
-            per_cfg(pt, nc) / per_cfg(t0, k),
-            per_cfg(pt, nc) / per_cfg(t1, k)
+            "| speed ratio pktsim / flowsim, batch of {k}, wall (CPU) time per configuration | {:.0}× ({:.0}×) | {:.0}× ({:.0}×) |",
+            ms(pt.wall, nc) / ms(t0.wall, k),
+            ms(pt.cpu, nc) / ms(t0.cpu, k),
+            ms(pt.wall, nc) / ms(t1.wall, k),
+            ms(pt.cpu, nc) / ms(t1.cpu, k)
         );
     }
     println!(
-        "| pktsim wall time per configuration | {:.1} ms ({:.2} M host packets/s) | |",
-        per_cfg(pt, nc),
-        packets as f64 / pt / 1e6
+        "| pktsim per configuration: wall (CPU) time | {:.1} ({:.1}) ms, {:.2} M host packets/s (wall) | |",
+        ms(pt.wall, nc),
+        ms(pt.cpu, nc),
+        packets as f64 / pt.wall / 1e6
     );
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! `simulate` for the CLI.
 //!
 //! * [`NetworkModel`] — `evaluate(&ModelInput, &[NetworkConfig]) -> Vec<Result<ModelOutput, _>>`.
-//! * [`PktSim`] / [`FlowSim`] — the two models.
+//! * [`PktSim`] / [`FlowSim`] — the two models; [`FlowSimOptions::mode`] picks flowsim's
+//!   [`FlowSimMode`] (`PerFlow`, the default, or the faster `Aggregate`).
 //! * [`Topology`] — [`Topology::dumbbell`], [`Topology::leaf_spine`], [`Topology::from_spec`].
 //! * [`SizeCdf`], [`synthesize`] — workloads from `models/cdf/*.cdf`.
 //! * [`simulate`] — a scenario's per-class SLIs under a configuration with either model.

@@ -3,51 +3,11 @@
 //! batches equal single runs, and bad input is refused.
 
 use polyphony_model::{FlowSim, ModelInput, NetworkModel, Topology};
-use polyphony_spec::{BitsPerSec, Bytes, ClassConfig, Dscp, Flow, HostId, Nanos, NetworkConfig, Packets, Workload};
+use polyphony_spec::{BitsPerSec, Bytes, Dscp, Flow, HostId, Nanos, NetworkConfig, Workload};
 use std::sync::Arc;
 
 mod common;
-use common::flow;
-
-fn topo() -> Arc<Topology> {
-    Arc::new(Topology::dumbbell(3, BitsPerSec::from_mbps(100), Nanos(2_500)).unwrap())
-}
-
-fn cfg(w: (f64, f64), k: (u64, u64), iw: (u32, u32)) -> NetworkConfig {
-    let c = |dscp, weight, k, iw| ClassConfig {
-        dscp,
-        weight,
-        ecn_threshold: Bytes(k),
-        init_cwnd: Packets(iw),
-        buffer: None,
-    };
-    NetworkConfig {
-        classes: vec![c(Dscp::AF11, w.0, k.0, iw.0), c(Dscp::AF21, w.1, k.1, iw.1)],
-        port_buffer: None,
-    }
-}
-
-/// Class AF11: a stream of small flows; AF21: a few long flows keeping the link busy.
-fn mixed() -> ModelInput {
-    let mut flows = Vec::new();
-    let mut id = 0;
-    for i in 0..400u64 {
-        flows.push(flow(
-            id,
-            (i % 3) as u32,
-            Dscp::AF11,
-            2_000 + (i * 7_919) % 30_000,
-            i * 1_000_000,
-        ));
-        id += 1;
-    }
-    for i in 0..8u64 {
-        flows.push(flow(id, (i % 3) as u32, Dscp::AF21, 3_000_000, i * 50_000_000));
-        id += 1;
-    }
-    let w = Workload::new(flows, Nanos(0)).unwrap();
-    ModelInput::new(Arc::new(w), topo(), vec![Dscp::AF11, Dscp::AF21])
-}
+use common::{cfg, flow, mixed, topo};
 
 fn p99(input: &ModelInput, c: &NetworkConfig, d: Dscp) -> f64 {
     FlowSim::default().run(input, c).unwrap().sli.get(d).unwrap().p99

@@ -1,8 +1,9 @@
 //! `flowsim`'s aggregate mode ([`FlowSimMode::Aggregate`](super::FlowSimMode)): per link, one
 //! fluid backlog and one truncated-sum curve (`flowsim/curve.rs`) per class instead of one heap
-//! entry per flow, so a flow costs O(classes + G) per link and configuration (G = 4 curve
-//! points), and a batch of configurations shares everything that does not depend on the
-//! configuration.
+//! entry per flow, so a flow costs O(classes + G²) arithmetic per link and configuration
+//! (G = 4 curve points), no heap and no branches that depend on the configuration, and a batch
+//! of configurations shares everything that does not depend on the configuration. It may touch
+//! only its own state; the plan it reads is built by the parent module.
 //!
 //! Same per-link decomposition as the per-flow mode (the parent module): a flow's FCT is its
 //! ideal FCT plus the delay each simulated link adds beyond an idle link, plus the
@@ -37,12 +38,24 @@
 //! Per flow: extra = max(0, (T_c(s) + s)/ρ_c − s/r) + k·Q_c/ρ_c + (k − 1)·RTT.
 //!
 //! Shared across the batch (computed once per [`NetworkModel::evaluate`](crate::NetworkModel)
-//! call): routes, ideal FCTs, the per-link flow lists with their segment counts, each class's
-//! largest flow and offered load, which flows are measured. Per configuration only the pass
-//! above runs, followed by a selection (not a sort) of each class's p50, p99 and p99.9
-//! slowdown. Deterministic: no random draws.
+//! call): routes, ideal FCTs, the per-link flow lists with their segment counts and curve
+//! segments, each class's largest flow and offered load, which flows are measured.
+//!
+//! **Lanes.** The configurations of a batch run [`LANES`] at a time in lock step: one pass
+//! over the flows updates every lane's state, which is stored lane-innermost (`[[f32; 8]; …]`)
+//! and updated with the same branch-free arithmetic in every lane (GPS rounds end when no lane
+//! needs another), so the compiler turns each step into one vector instruction (AVX2 when the
+//! processor has it, chosen at run time; the scalar and vector paths give identical results).
+//! Lanes hold single-precision floats (about seven significant digits of bytes and
+//! nanoseconds, far finer than the model); a batch of one runs a single lane. Per
+//! configuration the slowdowns are then reduced to p50, p99 and p99.9 by an exact nearest-rank
+//! selection (a 32-bucket-per-octave histogram finds each rank's bucket; only those buckets are
+//! selected in). Deterministic: no random draws.
 
-use super::curve::{Curve, Top};
+// Lane loops index several arrays in lock step by lane; that form is what vectorises.
+#![allow(clippy::needless_range_loop)]
+
+use super::curve::{Curves, Top, F};
 use super::{FlowSimOptions, Plan};
 use crate::model::{ClassParams, ModelInput, MAX_CLASSES};
 use crate::topology::{HEADER_BYTES, MSS};
@@ -55,21 +68,23 @@ const MTU: f64 = (MSS + HEADER_BYTES) as f64;
 struct AggFlow {
     start: f64,
     /// Wire bytes.
-    work: f64,
+    work: F,
     /// Base RTT of the flow's path (ns).
-    rtt: f64,
+    rtt: F,
     flow: u32,
     segs: u32,
     class: u8,
+    /// The curve segment holding `work` (see `curve.rs`).
+    seg: u8,
 }
 
 /// The configuration-independent part of one link.
 struct AggLink {
     /// Bytes per ns.
-    r: f64,
+    r: F,
     flows: Vec<AggFlow>,
     /// Per class: the capacity the other classes leave on average (bytes per ns).
-    avail: [f64; MAX_CLASSES],
+    avail: [F; MAX_CLASSES],
     /// Per class: the top of its truncated-sum curve (from its largest flow).
     top: [Top; MAX_CLASSES],
 }
@@ -78,10 +93,8 @@ struct AggLink {
 pub(crate) struct AggPlan {
     links: Vec<AggLink>,
     classes: usize,
-    /// Per flow: its class index, or `u8::MAX` when it is not measured.
-    measured_class: Vec<u8>,
-    /// Per flow: 1 / its ideal FCT (ns).
-    inv_ideal: Vec<f64>,
+    /// Per class: its measured flows and 1 / their ideal FCTs (ns).
+    measured: Vec<(Vec<u32>, Vec<F>)>,
     /// Per flow: start + ideal FCT (ns).
     ideal_end: Vec<f64>,
 }
@@ -90,12 +103,14 @@ impl AggPlan {
     pub fn new(input: &ModelInput, p: &Plan) -> AggPlan {
         let classes = input.classes.len();
         let flows = &input.workload.flows;
-        let measured_class = flows
-            .iter()
-            .zip(&p.flow_class)
-            .map(|(f, &c)| if input.measured(f.start) { c } else { u8::MAX })
-            .collect();
-        let inv_ideal = p.ideals.iter().map(|i| 1.0 / i.0.max(1) as f64).collect();
+        let mut measured = vec![(Vec::new(), Vec::new()); classes];
+        for (i, (f, &c)) in flows.iter().zip(&p.flow_class).enumerate() {
+            if input.measured(f.start) {
+                let (idx, inv) = &mut measured[c as usize];
+                idx.push(i as u32);
+                inv.push((1.0 / p.ideals[i].0.max(1) as f64) as F);
+            }
+        }
         let ideal_end = flows
             .iter()
             .zip(&p.ideals)
@@ -116,250 +131,429 @@ impl AggPlan {
                         max_size[c] = max_size[c].max(f.work);
                         AggFlow {
                             start: f.start,
-                            work: f.work,
-                            rtt: p.rtts[f.flow as usize] as f64,
+                            work: f.work as F,
+                            rtt: p.rtts[f.flow as usize] as F,
                             flow: f.flow,
                             segs: f.size.div_ceil(MSS).clamp(1, u32::MAX as u64) as u32,
                             class: f.class,
+                            seg: 0,
                         }
                     })
                     .collect::<Vec<_>>();
+                let top = max_size.map(Top::new);
+                let flows = flows
+                    .into_iter()
+                    .map(|f| AggFlow {
+                        seg: top[f.class as usize].segment(f.work as f64),
+                        ..f
+                    })
+                    .collect();
                 let span = match (lf.first(), lf.last()) {
                     (Some(a), Some(b)) => (b.start - a.start).max(1.0),
                     _ => 1.0,
                 };
                 let total: f64 = offered.iter().sum();
-                let mut avail = [r; MAX_CLASSES];
+                let mut avail = [r as F; MAX_CLASSES];
                 for (a, o) in avail.iter_mut().zip(&offered) {
-                    *a = (r - (total - o) / span).max(r * 0.01);
+                    *a = (r - (total - o) / span).max(r * 0.01) as F;
                 }
                 AggLink {
-                    r,
+                    r: r as F,
                     flows,
                     avail,
-                    top: max_size.map(Top::new),
+                    top,
                 }
             })
             .collect();
         AggPlan {
             links,
             classes,
-            measured_class,
-            inv_ideal,
+            measured,
             ideal_end,
         }
     }
 
+    /// Flow arrivals the pass processes per configuration (over all links).
+    pub fn arrivals(&self) -> u64 {
+        self.links.iter().map(|l| l.flows.len() as u64).sum()
+    }
+
     /// Flows that count towards the SLIs.
     pub fn measured_flows(&self) -> u64 {
-        self.measured_class.iter().filter(|&&c| c != u8::MAX).count() as u64
+        self.measured.iter().map(|(idx, _)| idx.len() as u64).sum()
     }
 }
 
-/// A configuration's knobs as the aggregate pass uses them.
-struct Knobs {
-    w: [f64; MAX_CLASSES],
+/// The knobs of `L` configurations (lanes) as the aggregate pass uses them.
+struct Knobs<const L: usize> {
+    w: [[F; L]; MAX_CLASSES],
+    inv_w: [[F; L]; MAX_CLASSES],
     /// φ·K (bytes); 0 without the standing-queue term.
-    phi_k: [f64; MAX_CLASSES],
+    phi_k: [[F; L]; MAX_CLASSES],
     /// initcwnd · MTU (bytes); 0 without the standing-queue term.
-    burst: [f64; MAX_CLASSES],
-    init: [u32; MAX_CLASSES],
+    burst: [[F; L]; MAX_CLASSES],
+    inv_init: [[F; L]; MAX_CLASSES],
     /// Slow-start rounds after which the window passes K.
-    k_lim: [u32; MAX_CLASSES],
+    k_lim: [[F; L]; MAX_CLASSES],
 }
 
-impl Knobs {
-    fn new(params: &[ClassParams], opts: &FlowSimOptions) -> Knobs {
+impl<const L: usize> Knobs<L> {
+    /// Lane l gets `lanes[l]`'s knobs.
+    fn new(lanes: &[&[ClassParams]; L], opts: &FlowSimOptions) -> Knobs<L> {
         let mut k = Knobs {
-            w: [0.0; MAX_CLASSES],
-            phi_k: [0.0; MAX_CLASSES],
-            burst: [0.0; MAX_CLASSES],
-            init: [1; MAX_CLASSES],
-            k_lim: [1; MAX_CLASSES],
+            w: [[1.0; L]; MAX_CLASSES],
+            inv_w: [[1.0; L]; MAX_CLASSES],
+            phi_k: [[0.0; L]; MAX_CLASSES],
+            burst: [[0.0; L]; MAX_CLASSES],
+            inv_init: [[1.0; L]; MAX_CLASSES],
+            k_lim: [[1.0; L]; MAX_CLASSES],
         };
-        for (c, p) in params.iter().enumerate() {
-            let init = p.init_cwnd.max(1);
-            k.w[c] = p.weight;
-            k.init[c] = init;
-            if opts.standing_queue {
-                k.phi_k[c] = opts.queue_factor * p.ecn_k as f64;
-                k.burst[c] = init as f64 * MTU;
+        for (l, params) in lanes.iter().enumerate() {
+            for (c, p) in params.iter().enumerate() {
+                let init = p.init_cwnd.max(1) as f64;
+                k.w[c][l] = p.weight as F;
+                k.inv_w[c][l] = (1.0 / p.weight) as F;
+                k.inv_init[c][l] = (1.0 / init) as F;
+                if opts.standing_queue {
+                    k.phi_k[c][l] = (opts.queue_factor * p.ecn_k as f64) as F;
+                    k.burst[c][l] = (init * MTU) as F;
+                }
+                k.k_lim[c][l] = if opts.slow_start {
+                    ((p.ecn_k as f64 / (init * MTU)).max(1.0).log2().ceil() + 1.0) as F
+                } else {
+                    1.0
+                };
             }
-            k.k_lim[c] = if opts.slow_start {
-                ((p.ecn_k as f64 / (init as f64 * MTU)).max(1.0).log2().ceil() + 1.0) as u32
-            } else {
-                1
-            };
         }
         k
     }
 }
 
-/// Per set of backlogged classes (a bit mask), the GPS rates on one link under one
-/// configuration: computed once per configuration and link, so the pass over the flows
-/// multiplies instead of dividing.
-struct Rates {
-    /// Per mask: r / Σ_{c ∈ mask} w_c (bytes per ns per unit of weight).
-    per_w: Vec<f64>,
-    /// Per mask and class c ∈ mask: 1 / (r·w_c / Σ w) — ns per byte of class c's GPS share.
-    inv_share: Vec<[f64; MAX_CLASSES]>,
-    /// Per mask and class c (the arriving class, counted in the mask): 1 / ρ_c, ρ_c the
-    /// geometric mean of its share and the capacity the others leave on average.
-    inv_rho: Vec<[f64; MAX_CLASSES]>,
+#[inline(always)]
+fn min(a: F, b: F) -> F {
+    if a < b {
+        a
+    } else {
+        b
+    }
 }
 
-impl Rates {
-    fn new(link: &AggLink, kn: &Knobs, nc: usize) -> Rates {
-        let masks = 1usize << nc;
-        let mut per_w = vec![0.0; masks];
-        let mut inv_share = vec![[0.0; MAX_CLASSES]; masks];
-        let mut inv_rho = vec![[0.0; MAX_CLASSES]; masks];
-        for m in 1..masks {
-            let wa: f64 = (0..nc).filter(|c| m >> c & 1 == 1).map(|c| kn.w[c]).sum();
-            per_w[m] = link.r / wa;
-            for c in (0..nc).filter(|c| m >> c & 1 == 1) {
-                let share = link.r * kn.w[c] / wa;
-                inv_share[m][c] = 1.0 / share;
-                inv_rho[m][c] = 1.0 / (share * link.avail[c].max(share)).sqrt();
+#[inline(always)]
+fn max(a: F, b: F) -> F {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Drains the backlogs `b` of every lane by GPS over `dt` ns at `r` bytes/ns: each round
+/// serves the backlogged classes until the first of them empties (or the time is up).
+#[inline(always)]
+fn drain<const L: usize, const NC: usize>(b: &mut [[F; L]; MAX_CLASSES], kn: &Knobs<L>, r: F, dt: F) {
+    let inv_r = 1.0 / r;
+    let mut left = [dt; L];
+    for _ in 0..=NC {
+        let mut wa = [0.0; L];
+        for c in 0..NC {
+            for l in 0..L {
+                wa[l] += kn.w[c][l] * (b[c][l] > 0.0) as u8 as F;
             }
         }
-        Rates {
-            per_w,
-            inv_share,
-            inv_rho,
+        // Time until each class empties, and the step: the first of those, or the time left.
+        let mut empty = [[F::INFINITY; L]; MAX_CLASSES];
+        let mut step = left;
+        for c in 0..NC {
+            for l in 0..L {
+                let t = b[c][l] * wa[l] * kn.inv_w[c][l] * inv_r;
+                empty[c][l] = if b[c][l] > 0.0 { t } else { F::INFINITY };
+                step[l] = min(step[l], empty[c][l]);
+            }
+        }
+        let mut per_w = [0.0; L];
+        for l in 0..L {
+            per_w[l] = if wa[l] > 0.0 { r * step[l] / wa[l] } else { 0.0 };
+        }
+        for c in 0..NC {
+            for l in 0..L {
+                let nb = b[c][l] - per_w[l] * kn.w[c][l];
+                // The class that set the step empties exactly (no rounding residue).
+                b[c][l] = if empty[c][l] <= step[l] || nb < 0.0 { 0.0 } else { nb };
+            }
+        }
+        let mut more = false;
+        for l in 0..L {
+            left[l] -= step[l];
+            more |= left[l] > 0.0;
+        }
+        if !more {
+            break;
         }
     }
 }
 
-/// Drains the backlogs `b` (classes in `mask` backlogged) by GPS over `dt` ns; returns the
-/// new mask.
-#[inline]
-fn drain(b: &mut [f64; MAX_CLASSES], mut mask: usize, rates: &Rates, w: &[f64; MAX_CLASSES], mut dt: f64) -> usize {
-    while mask != 0 && dt > 0.0 {
-        let inv = &rates.inv_share[mask];
-        // Time until the first class empties.
-        let mut first = f64::INFINITY;
-        let mut who = 0;
-        let mut m = mask;
-        while m != 0 {
-            let c = m.trailing_zeros() as usize;
-            m &= m - 1;
-            let t = b[c] * inv[c];
-            if t < first {
-                first = t;
-                who = c;
-            }
-        }
-        let step = first.min(dt);
-        let per_w = rates.per_w[mask] * step;
-        let mut m = mask;
-        while m != 0 {
-            let c = m.trailing_zeros() as usize;
-            m &= m - 1;
-            b[c] = (b[c] - per_w * w[c]).max(0.0);
-        }
-        if first <= dt {
-            // The class that set `first` empties exactly (no rounding residue).
-            b[who] = 0.0;
-            mask &= !(1 << who);
-        }
-        dt -= step;
-    }
-    mask
-}
-
-/// Adds each flow's delay on `link` beyond an idle link to `extra`. Returns arrivals processed.
-fn run_link(link: &AggLink, kn: &Knobs, nc: usize, extra: &mut [f64]) -> u64 {
-    let rates = Rates::new(link, kn, nc);
-    let inv_r = 1.0 / link.r;
-    let mut b = [0.0f64; MAX_CLASSES];
-    let mut mask = 0usize;
-    let mut cv = [Curve::EMPTY; MAX_CLASSES];
+/// Adds each flow's delay on `link` beyond an idle link to `extra` (per lane).
+#[inline(always)]
+fn run_link<const L: usize, const NC: usize>(link: &AggLink, kn: &Knobs<L>, extra: &mut [[F; L]]) {
+    let r = link.r;
+    let inv_r = 1.0 / r;
+    let mut b = [[0.0; L]; MAX_CLASSES];
+    let mut cv = [Curves::<L>::EMPTY; MAX_CLASSES];
     let mut t = link.flows.first().map_or(0.0, |f| f.start);
     for f in &link.flows {
-        mask = drain(&mut b, mask, &rates, &kn.w, f.start - t);
+        drain::<L, NC>(&mut b, kn, r, (f.start - t) as F);
         t = f.start;
         let c = f.class as usize;
         let top = &link.top[c];
-        let curve = &mut cv[c];
-        curve.serve(b[c], top);
-        let inv_rho = rates.inv_rho[mask | 1 << c][c];
+        cv[c].serve(&b[c], top);
+        let ts = cv[c].at(f.work, f.seg as usize, top);
         let s = f.work;
-        let share = ((curve.at(s, top) + s) * inv_rho - s * inv_r).max(0.0);
-        let q = b[c].min(kn.phi_k[c].max(curve.flows() * kn.burst[c]));
-        let init = kn.init[c];
-        let rounds = if f.segs <= init {
-            1
-        } else {
-            let m = f.segs.div_ceil(init);
-            (u32::BITS - m.leading_zeros()).min(kn.k_lim[c]).max(1)
-        };
-        let k = rounds as f64;
-        extra[f.flow as usize] += share + k * q * inv_rho + (k - 1.0) * f.rtt;
-        b[c] += s;
-        mask |= 1 << c;
-        curve.add(s);
+        let segs = f.segs as F;
+        let inv_avail = 1.0 / link.avail[c];
+        let ex = &mut extra[f.flow as usize];
+        // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
+        let mut wa = kn.w[c];
+        for j in (0..NC).filter(|&j| j != c) {
+            for l in 0..L {
+                wa[l] += kn.w[j][l] * (b[j][l] > 0.0) as u8 as F;
+            }
+        }
+        for l in 0..L {
+            let inv_share = wa[l] * kn.inv_w[c][l] * inv_r;
+            // 1/ρ = 1/√(share · max(avail, share)), without dividing.
+            let inv_rho = (inv_share * min(inv_avail, inv_share)).sqrt();
+            let ps = max((ts[l] + s) * inv_rho - s * inv_r, 0.0);
+            let q = min(b[c][l], max(kn.phi_k[c][l], cv[c].flows(l) * kn.burst[c][l]));
+            // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
+            // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
+            // multiple cannot round up; flows long enough for that to matter hit k_lim.
+            let m = (segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
+            let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
+            let k = min(bits, kn.k_lim[c][l]);
+            ex[l] += ps + k * q * inv_rho + (k - 1.0) * f.rtt;
+        }
+        for l in 0..L {
+            b[c][l] += s;
+        }
+        cv[c].add(s);
     }
-    link.flows.len() as u64
+}
+
+/// Runs every link with the class count as a constant (so the loops over classes unroll);
+/// above 4 classes the unused ones of [`MAX_CLASSES`] never hold a backlog.
+#[inline(always)]
+fn run_links<const L: usize>(ap: &AggPlan, kn: &Knobs<L>, ex: &mut [[F; L]]) {
+    for link in &ap.links {
+        match ap.classes {
+            0 | 1 => run_link::<L, 1>(link, kn, ex),
+            2 => run_link::<L, 2>(link, kn, ex),
+            3 => run_link::<L, 3>(link, kn, ex),
+            4 => run_link::<L, 4>(link, kn, ex),
+            _ => run_link::<L, MAX_CLASSES>(link, kn, ex),
+        }
+    }
 }
 
 /// Reusable buffers of one batch.
 pub(crate) struct AggScratch {
-    pub extra: Vec<f64>,
-    /// Per class: the measured flows' slowdowns as `f64` bits (slowdowns are positive, so the
+    /// Per flow and lane, while a group of configurations runs.
+    lanes: Vec<[F; LANES]>,
+    one: Vec<[F; 1]>,
+    /// Per class: every lane's slowdowns of its measured flows, as `f32` bits.
+    wide: Vec<Vec<[u32; LANES]>>,
+    /// Per class: the measured flows' slowdowns as `f32` bits (slowdowns are positive, so the
     /// bits order like the values and selection compares integers).
-    per_class: Vec<Vec<u64>>,
+    per_class: Vec<Vec<u32>>,
+    /// The selection's histogram and the values of the buckets holding p50, p99 and p99.9.
+    hist: Vec<u32>,
+    pick: [Vec<u32>; 3],
 }
 
 impl AggScratch {
     pub fn new(classes: usize) -> AggScratch {
         AggScratch {
-            extra: Vec::new(),
+            lanes: Vec::new(),
+            one: Vec::new(),
+            wide: vec![Vec::new(); classes],
             per_class: vec![Vec::new(); classes],
+            hist: Vec::new(),
+            pick: Default::default(),
         }
     }
 }
 
-/// Runs every link for one configuration, leaving each flow's total extra delay (ns, beyond its
-/// ideal FCT) in `scratch.extra`. Returns arrivals processed.
-pub(crate) fn run(
+/// One configuration's result inside a group: its lane of per-flow extra delays.
+pub(crate) struct Lane<'a> {
+    ap: &'a AggPlan,
+    data: LaneData<'a>,
+    lane: usize,
+    end: f64,
+    per_class: &'a mut Vec<Vec<u32>>,
+    wide_one: Vec<Vec<[u32; 1]>>,
+    hist: &'a mut Vec<u32>,
+    pick: &'a mut [Vec<u32>; 3],
+}
+
+enum LaneData<'a> {
+    One(&'a [[F; 1]]),
+    /// The lanes' extras and their slowdowns per class (see [`AggScratch`]).
+    Wide(&'a [[F; LANES]], &'a [Vec<[u32; LANES]>]),
+}
+
+impl Lane<'_> {
+    /// Each flow's extra delay (ns) beyond its ideal FCT.
+    pub fn extras(&self) -> Vec<f64> {
+        match self.data {
+            LaneData::One(v) => v.iter().map(|e| max(e[0], 0.0) as f64).collect(),
+            LaneData::Wide(v, _) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
+        }
+    }
+
+    /// The latest completion (ns).
+    pub fn end(&self) -> f64 {
+        self.end
+    }
+
+    /// Per-class SLIs of the measured flows, by selection.
+    pub fn slis(&mut self, dscps: &[polyphony_spec::Dscp]) -> SliVector {
+        match self.data {
+            LaneData::One(v) => {
+                slowdowns(self.ap, v, &mut self.wide_one);
+                for (out, sd) in self.per_class.iter_mut().zip(&self.wide_one) {
+                    out.clear();
+                    out.extend(sd.iter().map(|r| r[0]));
+                }
+            }
+            LaneData::Wide(_, sd) => {
+                for (out, sd) in self.per_class.iter_mut().zip(sd) {
+                    out.clear();
+                    out.extend(sd.iter().map(|r| r[self.lane]));
+                }
+            }
+        }
+        let (hist, pick) = (&mut *self.hist, &mut *self.pick);
+        let classes = dscps
+            .iter()
+            .zip(self.per_class.iter())
+            .filter_map(|(&d, v)| select_sli(d, v, hist, pick))
+            .collect();
+        SliVector { classes }
+    }
+}
+
+/// Every lane's slowdowns of the measured flows, per class, as `f32` bits (one pass over the
+/// flows for all lanes).
+fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Vec<Vec<[u32; L]>>) {
+    out.resize(ap.measured.len(), Vec::new());
+    for (v, (idx, inv)) in out.iter_mut().zip(&ap.measured) {
+        v.clear();
+        v.extend(idx.iter().zip(inv).map(|(&i, &inv)| {
+            let e = &ex[i as usize];
+            std::array::from_fn(|l| (1.0 + max(e[l], 0.0) * inv).to_bits())
+        }));
+    }
+}
+
+/// Every lane's latest completion (ns).
+fn ends<const L: usize>(ap: &AggPlan, ex: &[[F; L]]) -> [f64; L] {
+    let mut end = [0.0f64; L];
+    for (e, &i) in ex.iter().zip(&ap.ideal_end) {
+        for l in 0..L {
+            end[l] = end[l].max(i + max(e[l], 0.0) as f64);
+        }
+    }
+    end
+}
+
+/// Configurations evaluated together in one pass over the flows.
+pub(crate) const LANES: usize = 8;
+
+/// Runs every link for a group of configurations (at most [`LANES`]); `done(i, lane)` is
+/// called for the i-th with its results.
+pub(crate) fn run_group(
     ap: &AggPlan,
     base_extra: &[f64],
-    params: &[ClassParams],
+    group: &[&[ClassParams]],
     opts: &FlowSimOptions,
     scratch: &mut AggScratch,
-) -> u64 {
-    let kn = Knobs::new(params, opts);
-    scratch.extra.clear();
-    scratch.extra.extend_from_slice(base_extra);
-    ap.links
-        .iter()
-        .map(|l| run_link(l, &kn, ap.classes, &mut scratch.extra))
-        .sum()
+    mut done: impl FnMut(usize, Lane<'_>),
+) {
+    let Some(&last) = group.last() else {
+        return;
+    };
+    let AggScratch {
+        lanes,
+        one,
+        wide,
+        per_class,
+        hist,
+        pick,
+    } = scratch;
+    if group.len() == 1 {
+        let kn = Knobs::<1>::new(&[last], opts);
+        one.clear();
+        one.extend(base_extra.iter().map(|&e| [e as F]));
+        run_links(ap, &kn, one);
+        let end = ends(ap, one)[0];
+        let data = LaneData::One(one);
+        done(
+            0,
+            Lane {
+                ap,
+                data,
+                lane: 0,
+                end,
+                per_class,
+                wide_one: Vec::new(),
+                hist,
+                pick,
+            },
+        );
+        return;
+    }
+    // Unused lanes repeat the last configuration.
+    let params: [&[ClassParams]; LANES] = std::array::from_fn(|l| group.get(l).copied().unwrap_or(last));
+    let kn = Knobs::<LANES>::new(&params, opts);
+    lanes.clear();
+    lanes.extend(base_extra.iter().map(|&e| [e as F; LANES]));
+    run_links_wide(ap, &kn, lanes);
+    let end = ends(ap, lanes);
+    slowdowns(ap, lanes, wide);
+    for (i, &end) in end.iter().enumerate().take(group.len()) {
+        done(
+            i,
+            Lane {
+                ap,
+                data: LaneData::Wide(lanes, wide),
+                lane: i,
+                end,
+                per_class: &mut *per_class,
+                wide_one: Vec::new(),
+                hist: &mut *hist,
+                pick: &mut *pick,
+            },
+        );
+    }
 }
 
-/// Per-class SLIs from the extras in `scratch` (measured flows only), by selection, and the
-/// latest completion (ns).
-pub(crate) fn slis(ap: &AggPlan, scratch: &mut AggScratch, dscps: &[polyphony_spec::Dscp]) -> (SliVector, f64) {
-    for v in &mut scratch.per_class {
-        v.clear();
-    }
-    let mut end = 0.0f64;
-    for (i, &e) in scratch.extra.iter().enumerate() {
-        let e = e.max(0.0);
-        end = end.max(ap.ideal_end[i] + e);
-        let c = ap.measured_class[i];
-        if c != u8::MAX {
-            let s = 1.0 + e * ap.inv_ideal[i];
-            scratch.per_class[c as usize].push(s.to_bits());
+/// The lane-wide pass, compiled for AVX2 when the processor has it (same arithmetic, same
+/// results: Rust does not contract or reorder floating-point operations).
+fn run_links_wide(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2 (checked just above).
+            unsafe { run_links_avx2(ap, kn, ex) };
+            return;
         }
     }
-    let classes = dscps
-        .iter()
-        .zip(&mut scratch.per_class)
-        .filter_map(|(&d, v)| select_sli(d, v))
-        .collect();
-    (SliVector { classes }, end)
+    run_links(ap, kn, ex);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn run_links_avx2(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]]) {
+    run_links(ap, kn, ex);
 }
 
 /// The nearest-rank index of quantile `q` among `n` samples (as `polyphony_spec::percentile`).
@@ -367,28 +561,90 @@ fn rank(n: usize, q: f64) -> usize {
     ((q * n as f64).ceil() as usize).clamp(1, n) - 1
 }
 
-/// p50, p99, p99.9 and mean of the positive values whose bits are `v` (reordered), equal to
-/// sorting and taking nearest ranks.
-fn select_sli(dscp: polyphony_spec::Dscp, v: &mut [u64]) -> Option<ClassSli> {
+/// Histogram buckets of the selection: 32 per octave of slowdown from 1 to 2³².
+const BUCKETS: usize = 1024;
+
+/// The bucket of a slowdown ≥ 1 given as `f32` bits: its exponent and five mantissa bits, so
+/// buckets order like the values (larger slowdowns share the last bucket).
+#[inline(always)]
+fn bucket(bits: u32) -> usize {
+    (((bits >> 18).saturating_sub(127 << 5)) as usize).min(BUCKETS - 1)
+}
+
+/// p50, p99, p99.9 and mean of the slowdowns (≥ 1) whose `f32` bits are `v`, equal to sorting
+/// and taking nearest ranks: a histogram pass finds the bucket of each rank, a second pass
+/// collects those buckets' values and a selection within them finishes.
+fn select_sli(
+    dscp: polyphony_spec::Dscp,
+    v: &[u32],
+    hist: &mut Vec<u32>,
+    pick: &mut [Vec<u32>; 3],
+) -> Option<ClassSli> {
     let n = v.len();
-    if n == 0 || v.iter().any(|&s| !f64::from_bits(s).is_finite()) {
+    if n == 0 {
         return None;
     }
-    let (i50, i99, i999) = (rank(n, 0.5), rank(n, 0.99), rank(n, 0.999));
-    let (lo, &mut p99, hi) = v.select_nth_unstable(i99);
-    let p999 = if i999 > i99 {
-        *hi.select_nth_unstable(i999 - i99 - 1).1
-    } else {
-        p99
-    };
-    let p50 = if i50 < i99 { *lo.select_nth_unstable(i50).1 } else { p99 };
+    // The largest value (bits order like values) and the sum, in a pass that vectorises.
+    let top = v.iter().fold(0u32, |m, &x| m.max(x));
+    if !f32::from_bits(top).is_finite() {
+        return None;
+    }
+    let sum: f64 = v.iter().map(|&x| f32::from_bits(x) as f64).sum();
+    hist.clear();
+    hist.resize(bucket(top) + 1, 0);
+    for &x in v {
+        hist[bucket(x)] += 1;
+    }
+    let ranks = [rank(n, 0.5), rank(n, 0.99), rank(n, 0.999)];
+    // Each rank's bucket and its rank within the bucket.
+    let mut at = [(0usize, 0usize); 3];
+    let mut below = 0usize;
+    let mut next = 0;
+    for (k, &h) in hist.iter().enumerate() {
+        let h = h as usize;
+        while next < 3 && ranks[next] < below + h {
+            at[next] = (k, ranks[next] - below);
+            next += 1;
+        }
+        below += h;
+        if next == 3 {
+            break;
+        }
+    }
+    for p in pick.iter_mut() {
+        p.clear();
+    }
+    // Bits bounding each picked bucket, so the pass compares values, not buckets.
+    let (b50, b99, b999) = (at[0].0, at[1].0, at[2].0);
+    let lo = |b: usize| if b == 0 { 0 } else { ((b as u32) + (127 << 5)) << 18 };
+    let (lo50, hi50, lo99) = (lo(b50), lo(b50 + 1), lo(b99));
+    let (lo99x, hi99, lo999, hi999) = (lo(b99), lo(b99 + 1), lo(b999), lo(b999 + 1));
+    let last = BUCKETS - 1;
+    let below = |x: u32, hi: u32, b: usize| b == last || x < hi;
+    for &x in v {
+        if x >= lo50 && below(x, hi50, b50) {
+            pick[0].push(x);
+        }
+        if x >= lo99 {
+            if x >= lo99x && below(x, hi99, b99) {
+                pick[1].push(x);
+            }
+            if x >= lo999 && below(x, hi999, b999) {
+                pick[2].push(x);
+            }
+        }
+    }
+    let mut q = [0.0; 3];
+    for ((p, &(_, r)), q) in pick.iter_mut().zip(&at).zip(&mut q) {
+        *q = f32::from_bits(*p.select_nth_unstable(r).1) as f64;
+    }
     Some(ClassSli {
         dscp,
         flows: n as u64,
-        p50: f64::from_bits(p50),
-        p99: f64::from_bits(p99),
-        p999: f64::from_bits(p999),
-        mean: v.iter().map(|&s| f64::from_bits(s)).sum::<f64>() / n as f64,
+        p50: q[0],
+        p99: q[1],
+        p999: q[2],
+        mean: sum / n as f64,
     })
 }
 
@@ -400,11 +656,17 @@ mod tests {
     #[test]
     fn selection_equals_sorted_nearest_ranks() {
         for n in [1usize, 2, 7, 99, 100, 101, 999, 1000, 1001, 2500] {
-            let v: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1013) as f64 + 0.5).collect();
-            let mut sorted = v.clone();
+            // Slowdowns ≥ 1 spread over many buckets, with ties, and a few beyond the last one.
+            let v: Vec<f64> = (0..n)
+                .map(|i| match i % 97 {
+                    0 => 1e12 + i as f64,
+                    _ => 1.0 + ((i * 7919) % 1013) as f64 / 7.0,
+                })
+                .collect();
+            let mut sorted: Vec<f64> = v.iter().map(|&x| x as f32 as f64).collect();
             sorted.sort_by(f64::total_cmp);
-            let mut bits: Vec<u64> = v.iter().map(|x| x.to_bits()).collect();
-            let s = select_sli(Dscp::AF11, &mut bits).unwrap();
+            let bits: Vec<u32> = v.iter().map(|&x| (x as f32).to_bits()).collect();
+            let s = select_sli(Dscp::AF11, &bits, &mut Vec::new(), &mut Default::default()).unwrap();
             assert_eq!(Some(s.p50), percentile(&sorted, 0.5), "n {n}");
             assert_eq!(Some(s.p99), percentile(&sorted, 0.99), "n {n}");
             assert_eq!(Some(s.p999), percentile(&sorted, 0.999), "n {n}");
@@ -419,21 +681,16 @@ mod tests {
             init_cwnd: 10,
             buffer: None,
         });
-        let kn = Knobs::new(&params, &FlowSimOptions::default());
-        let link = AggLink {
-            r: 1.0,
-            flows: Vec::new(),
-            avail: [1.0; MAX_CLASSES],
-            top: [Top::new(0.0); MAX_CLASSES],
-        };
-        let rates = Rates::new(&link, &kn, 2);
+        let kn = Knobs::<1>::new(&[&params[..]], &FlowSimOptions::default());
         // Class 0 has 100 bytes, class 1 has 1000; r = 1 byte/ns. Class 0 empties at t = 400
         // (rate 0.25), then class 1 gets everything: after 1000 ns it has 1000 − 300 − 600 = 100.
-        let mut b = [100.0, 1000.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
-        let mask = drain(&mut b, 0b11, &rates, &kn.w, 1000.0);
-        assert_eq!((b[0], mask), (0.0, 0b10));
-        assert!((b[1] - 100.0).abs() < 1e-9, "{}", b[1]);
-        let mask = drain(&mut b, mask, &rates, &kn.w, 1000.0);
-        assert_eq!((b, mask), ([0.0; MAX_CLASSES], 0));
+        let mut b = [[0.0]; MAX_CLASSES];
+        b[0][0] = 100.0;
+        b[1][0] = 1000.0;
+        drain::<1, 2>(&mut b, &kn, 1.0, 1000.0);
+        assert_eq!(b[0][0], 0.0);
+        assert!((b[1][0] - 100.0).abs() < 1e-9, "{}", b[1][0]);
+        drain::<1, 2>(&mut b, &kn, 1.0, 1000.0);
+        assert_eq!(b, [[0.0]; MAX_CLASSES]);
     }
 }

@@ -1,6 +1,6 @@
 //! The truncated-sum curve of one processor-sharing class: the aggregate state that lets
 //! `flowsim`'s aggregate mode answer "how much of the class's backlog stands in front of a
-//! flow of x bytes" without keeping its flows.
+//! flow of x bytes" without keeping its flows. Pure arithmetic on its own state.
 //!
 //! For the active flows j of a class with remaining bytes rem_j,
 //! T(x) = Σ_j min(x, rem_j). T is concave and piecewise linear, T(0) = 0, its slope at 0 is the
@@ -14,30 +14,54 @@
 //!   flows impose on a new flow of s bytes, and T(w) the bytes they can have in flight with
 //!   windows of w bytes.
 //!
-//! The curve is kept at fixed points x_0 < … < x_{G−1} (a geometric grid) plus (x_max, B), with
-//! x_max the largest flow the class can hold; between points it is interpolated linearly
-//! (exact for the points themselves after an arrival; an approximation after service).
+//! The curve is kept at fixed points x_0 < … < x_{G−1} (a geometric grid) plus (x_top, B), with
+//! x_top just above the largest flow the class can hold; between points it is interpolated
+//! linearly (exact at the points after an arrival; an approximation after service). The
+//! interpolant of a concave curve is the minimum of its segments' lines, so shifting needs no
+//! search: every operation is the same straight-line arithmetic (selects, no branches) for
+//! every lane, and `L` configurations (lanes) are updated together (the compiler vectorises the
+//! loops over lanes).
+
+// Lane loops index several arrays in lock step by lane; that form is what vectorises.
+#![allow(clippy::needless_range_loop)]
+
+/// The lanes' floating-point type: single precision, so a vector holds twice the lanes
+/// (bytes and nanoseconds keep about seven significant digits, far finer than the model).
+pub(crate) type F = f32;
 
 /// Points of the grid.
 pub(crate) const G: usize = 4;
-/// log₂ of the grid's ratio (×4 per point).
-const STEP_LOG2: u32 = 3;
 /// x_0: one full packet on the wire.
-const X0: f64 = 1514.0;
+const X0: F = 1514.0;
+/// The grid's ratio.
+const RATIO: F = 8.0;
 
-/// The grid x_g = x_0 · 4^g.
-pub(crate) const GRID: [f64; G] = {
+/// The grid x_g = x_0 · 8^g.
+pub(crate) const GRID: [F; G] = {
     let mut g = [0.0; G];
+    let mut x = X0;
     let mut i = 0;
     while i < G {
-        g[i] = X0 * (1u64 << (STEP_LOG2 * i as u32)) as f64;
+        g[i] = x;
+        x *= RATIO;
         i += 1;
     }
     g
 };
 
-/// 1 / (x_g − x_{g−1}) for g ≥ 1 (index 0: 1 / x_0).
-const INV_WIDTH: [f64; G] = {
+/// Where segment k starts (k = 0: at 0; k ≥ 1: at x_{k−1}); segment G ends at the top.
+const SEG_X: [F; G + 1] = {
+    let mut s = [0.0; G + 1];
+    let mut i = 1;
+    while i <= G {
+        s[i] = GRID[i - 1];
+        i += 1;
+    }
+    s
+};
+
+/// 1 / the width of segments 0..G−1 (segment G's depends on the class: [`Top`]).
+const INV_WIDTH: [F; G] = {
     let mut w = [0.0; G];
     w[0] = 1.0 / X0;
     let mut i = 1;
@@ -48,132 +72,171 @@ const INV_WIDTH: [f64; G] = {
     w
 };
 
-/// The grid segment holding x > x_0: g with x_{g−1} < x ≤ x_g (G: beyond the last point).
-#[inline]
-fn segment(x: f64) -> usize {
-    // floor(log₂(x / x_0)) from the exponent bits, then / STEP_LOG2, + 1.
-    let y = x * (1.0 / X0);
-    let e = ((y.to_bits() >> 52) as i64 - 1023).max(0) as u32;
-    let g = (e / STEP_LOG2) as usize + 1;
-    // x on a grid point belongs to the segment below it.
-    let g = if g <= G && x <= GRID[g - 1] { g - 1 } else { g };
-    g.clamp(1, G)
-}
-
-/// The top of the curve: the largest remaining size a class can hold, and 1 / (that − x_{G−1}).
+/// The top of a class's curve: just above the largest flow it can hold.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Top {
-    x: f64,
-    inv_width: f64,
+    /// 1 / (top − x_{G−1}).
+    inv_width: F,
 }
 
 impl Top {
     /// For a class whose largest flow is `max_size` bytes.
     pub fn new(max_size: f64) -> Top {
-        let x = max_size.max(GRID[G - 1]) + 1.0;
+        let x = (max_size as F).max(GRID[G - 1]) + 1.0;
         Top {
-            x,
             inv_width: 1.0 / (x - GRID[G - 1]),
         }
     }
+
+    /// The segment (0..=G) holding `s` bytes (s < the top).
+    pub fn segment(&self, s: f64) -> u8 {
+        let s = s as F;
+        GRID.iter().filter(|&&x| x < s).count() as u8
+    }
 }
 
-/// T at the grid points and the backlog B (= T at the top).
+#[inline(always)]
+fn min(a: F, b: F) -> F {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+#[inline(always)]
+fn max(a: F, b: F) -> F {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// One class's curve in `L` configurations at once: T at the grid points and the backlog B
+/// (= T at the top), per lane.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Curve {
-    pub t: [f64; G],
-    pub b: f64,
+pub(crate) struct Curves<const L: usize> {
+    pub t: [[F; L]; G],
+    pub b: [F; L],
 }
 
-impl Curve {
-    pub const EMPTY: Curve = Curve { t: [0.0; G], b: 0.0 };
+impl<const L: usize> Curves<L> {
+    pub const EMPTY: Curves<L> = Curves {
+        t: [[0.0; L]; G],
+        b: [0.0; L],
+    };
 
-    /// T(x), interpolated.
-    #[inline]
-    pub fn at(&self, x: f64, top: &Top) -> f64 {
-        if x <= X0 {
-            return self.t[0] * x * INV_WIDTH[0];
-        }
-        let g = segment(x);
-        let (x0, y0) = (GRID[g - 1], self.t[g - 1]);
-        if g < G {
-            y0 + (self.t[g] - y0) * (x - x0) * INV_WIDTH[g]
-        } else if x >= top.x {
-            self.b
+    /// The value at segment k's start (k = 0: 0).
+    #[inline(always)]
+    fn seg_y(&self, k: usize, l: usize) -> F {
+        if k == 0 {
+            0.0
         } else {
-            y0 + (self.b - y0) * (x - x0) * top.inv_width
+            self.t[k - 1][l]
         }
     }
 
-    /// The per-flow service δ with T(δ) = `served` (0 ≤ served < B), and the grid segment
-    /// holding δ (0: below x_0).
-    #[inline]
-    fn inverse(&self, served: f64, top: &Top) -> (f64, usize) {
-        if served <= self.t[0] {
-            return (served / self.t[0] * X0, 0);
+    /// Segment k's slope in lane l.
+    #[inline(always)]
+    fn slope(&self, k: usize, l: usize, top: &Top) -> F {
+        if k < G {
+            (self.t[k][l] - self.seg_y(k, l)) * INV_WIDTH[k]
+        } else {
+            (self.b[l] - self.t[G - 1][l]) * top.inv_width
         }
-        let mut g = 1;
-        while g < G && self.t[g] < served {
-            g += 1;
-        }
-        let (x0, y0) = (GRID[g - 1], self.t[g - 1]);
-        let (x1, y1) = if g < G { (GRID[g], self.t[g]) } else { (top.x, self.b) };
-        if y1 <= y0 {
-            return (x0, g);
-        }
-        (x0 + (x1 - x0) * (served - y0) / (y1 - y0), g)
     }
 
-    /// Processor sharing has served the class since the curve was last updated, leaving a
-    /// backlog of `b` bytes (≤ the curve's): shifts the curve by T⁻¹(served).
-    #[inline]
-    pub fn serve(&mut self, b: f64, top: &Top) {
-        let served = self.b - b;
-        if b <= 0.0 {
-            *self = Curve::EMPTY;
-            return;
+    /// T(s) in every lane, `k` = `top.segment(s)`.
+    #[inline(always)]
+    pub fn at(&self, s: F, k: usize, top: &Top) -> [F; L] {
+        let k = k.min(G);
+        let mut v = [0.0; L];
+        for (l, v) in v.iter_mut().enumerate() {
+            *v = self.seg_y(k, l) + self.slope(k, l, top) * (s - SEG_X[k]);
         }
-        if served <= 0.0 {
-            return;
-        }
-        let (d, gd) = self.inverse(served, top);
-        let mut t = [0.0; G];
-        // x_g + d lies above x_g and above d: start the segment walk at the higher of the two.
-        let mut seg = gd.max(1);
-        for (g, tg) in t.iter_mut().enumerate() {
-            let y = GRID[g] + d;
-            seg = seg.max(g + 1);
-            while seg < G && GRID[seg] < y {
-                seg += 1;
+        v
+    }
+
+    /// Processor sharing has served the class since the curve was last updated, leaving
+    /// backlogs `b` (≤ the curve's): shifts every lane's curve by T⁻¹(served). (Loops run over
+    /// lanes innermost, so they vectorise.)
+    #[inline(always)]
+    pub fn serve(&mut self, b: &[F; L], top: &Top) {
+        // Each segment's start value and slope.
+        let mut y0 = [[0.0; L]; G + 1];
+        let mut slope = [[0.0; L]; G + 1];
+        for k in 0..=G {
+            for l in 0..L {
+                y0[k][l] = self.seg_y(k, l);
+                slope[k][l] = self.slope(k, l, top);
             }
-            let (x0, y0) = (GRID[seg - 1], self.t[seg - 1]);
-            let v = if seg < G {
-                y0 + (self.t[seg] - y0) * (y - x0) * INV_WIDTH[seg]
-            } else if y >= top.x {
-                self.b
+        }
+        let mut served = [0.0; L];
+        for l in 0..L {
+            served[l] = max(self.b[l] - b[l], 0.0);
+        }
+        // T⁻¹(served) on the segment holding it (the last whose start lies below).
+        let mut sx = [0.0; L];
+        let mut sy = [0.0; L];
+        let mut sl = slope[0];
+        for k in 1..=G {
+            let xk = SEG_X[k];
+            let (yk, sk) = (&y0[k], &slope[k]);
+            for l in 0..L {
+                // 1 where the segment starts below `served`, else 0 (arithmetic, so it vectorises).
+                let m = (yk[l] < served[l]) as u8 as F;
+                sx[l] += m * (xk - sx[l]);
+                sy[l] += m * (yk[l] - sy[l]);
+                sl[l] += m * (sk[l] - sl[l]);
+            }
+        }
+        let mut d = [0.0; L];
+        for l in 0..L {
+            d[l] = if sl[l] > 0.0 {
+                sx[l] + (served[l] - sy[l]) / sl[l]
             } else {
-                y0 + (self.b - y0) * (y - x0) * top.inv_width
+                sx[l]
             };
-            *tg = (v - served).clamp(0.0, b);
         }
-        self.t = t;
-        self.b = b;
+        // T(x_g + d) − served: the smallest of the segments' lines and the level B. x_g + d lies
+        // beyond x_g, in segment g + 1 or later, and on a concave curve the lines of earlier
+        // segments lie above it there.
+        for g in 0..G {
+            let mut v = self.b;
+            for k in g + 1..=G {
+                for l in 0..L {
+                    v[l] = min(v[l], y0[k][l] + slope[k][l] * (GRID[g] + d[l] - SEG_X[k]));
+                }
+            }
+            for l in 0..L {
+                self.t[g][l] = min(max(v[l] - served[l], 0.0), max(b[l], 0.0));
+            }
+        }
+        for l in 0..L {
+            self.b[l] = max(b[l], 0.0);
+        }
     }
 
-    /// A flow of `s` bytes arrives.
-    #[inline]
-    pub fn add(&mut self, s: f64) {
+    /// A flow of `s` bytes arrives in every lane.
+    #[inline(always)]
+    pub fn add(&mut self, s: F) {
         for (tg, x) in self.t.iter_mut().zip(GRID) {
-            *tg += s.min(x);
+            let m = min(s, x);
+            for v in tg.iter_mut() {
+                *v += m;
+            }
         }
-        self.b += s;
+        for v in &mut self.b {
+            *v += s;
+        }
     }
 
-    /// The number of active flows (T's slope at 0, counting flows with less than one packet
-    /// left as fractions).
-    #[inline]
-    pub fn flows(&self) -> f64 {
-        self.t[0] * INV_WIDTH[0]
+    /// The number of active flows per lane (T's slope at 0, counting flows with less than one
+    /// packet left as fractions).
+    #[inline(always)]
+    pub fn flows(&self, l: usize) -> F {
+        self.t[0][l] * INV_WIDTH[0]
     }
 }
 
@@ -183,40 +246,49 @@ mod tests {
 
     #[test]
     fn segments_bracket_their_points() {
-        for x in [
-            1514.5,
-            2000.0,
-            GRID[1],
-            GRID[1] + 1.0,
-            GRID[G - 2] * 0.999,
-            GRID[G - 1],
-            1e12,
-        ] {
-            let g = segment(x);
-            assert!(GRID[g - 1] < x && (g == G || x <= GRID[g]), "x {x} segment {g}");
+        let top = Top::new(1e9);
+        for s in [1.0, 1514.0, 1515.0, GRID[1], GRID[1] + 1.0, GRID[G - 1] + 1.0, 1e8] {
+            let k = top.segment(s as f64) as usize;
+            assert!(SEG_X[k] < s || k == 0, "s {s} segment {k}");
+            assert!(k == G || s <= GRID[k], "s {s} segment {k}");
         }
     }
 
     #[test]
     fn arrivals_and_processor_sharing_service_are_tracked() {
-        let mut c = Curve::EMPTY;
+        let mut c = Curves::<1>::EMPTY;
         c.add(1_000.0);
         c.add(100_000.0);
-        assert!((c.flows() - (1.0 + 1_000.0 / 1514.0)).abs() < 1e-9);
+        assert!((c.flows(0) - (1.0 + 1_000.0 / 1514.0)).abs() < 1e-6);
         let top = Top::new(100_000.0);
-        assert_eq!(c.at(1e9, &top), 101_000.0);
-        assert_eq!(c.at(GRID[1], &top), 1_000.0 + GRID[1]);
+        assert_eq!(c.at(GRID[G - 1], G - 1, &top), [101_000.0]);
+        assert_eq!(c.at(GRID[1], 1, &top), [1_000.0 + GRID[1]]);
         // Both get 1 000 bytes of service: the small flow is done, the large has 99 000 left
         // (within the grid's resolution: below x_0 the curve is taken as linear).
-        c.serve(99_000.0, &top);
-        assert!((c.flows() - 1.0).abs() < 0.2, "{}", c.flows());
-        assert!(
-            (c.at(5_000.0, &top) - 5_000.0).abs() < 1_500.0,
-            "{}",
-            c.at(5_000.0, &top)
-        );
-        assert_eq!(c.at(1e9, &top), 99_000.0);
-        c.serve(0.0, &top);
-        assert_eq!(c.flows(), 0.0);
+        c.serve(&[99_000.0], &top);
+        assert!((c.flows(0) - 1.0).abs() < 0.2, "{}", c.flows(0));
+        let t5 = c.at(5_000.0, 1, &top)[0];
+        assert!((t5 - 5_000.0).abs() < 1_500.0, "{t5}");
+        assert_eq!(c.b, [99_000.0]);
+        c.serve(&[0.0], &top);
+        assert_eq!((c.flows(0), c.b), (0.0, [0.0]));
+    }
+
+    #[test]
+    fn lanes_are_independent() {
+        let top = Top::new(1e6);
+        let mut two = Curves::<2>::EMPTY;
+        let (mut a, mut b) = (Curves::<1>::EMPTY, Curves::<1>::EMPTY);
+        for s in [3_000.0, 50_000.0, 700.0, 400_000.0] {
+            two.add(s);
+            a.add(s);
+            b.add(s);
+        }
+        two.serve(&[300_000.0, 100_000.0], &top);
+        a.serve(&[300_000.0], &top);
+        b.serve(&[100_000.0], &top);
+        for g in 0..G {
+            assert_eq!(two.t[g], [a.t[g][0], b.t[g][0]]);
+        }
     }
 }

@@ -25,6 +25,10 @@
 //! A batch of configurations shares the configuration-independent work (routes, ideal FCTs,
 //! per-link flow lists). Deterministic: no random draws; `seed` only salts ECMP, the same way
 //! as `pktsim`.
+//!
+//! That is the [`FlowSimMode::PerFlow`] mode (the default). [`FlowSimMode::Aggregate`] keeps the
+//! decomposition, the ideal FCTs and the standing-queue and slow-start terms but replaces the
+//! per-flow heaps by per-class fluid state (`flowsim/aggregate.rs`, `flowsim/curve.rs`).
 
 mod aggregate;
 mod curve;
@@ -33,7 +37,7 @@ pub(crate) mod link;
 use crate::error::ModelError;
 use crate::model::{class_params, finish, flow_classes, ModelInput, ModelOutput, NetworkModel, RunStats};
 use crate::topology::{HEADER_BYTES, MSS};
-use aggregate::{AggPlan, AggScratch};
+use aggregate::{AggPlan, AggScratch, Lane};
 use link::{LinkFlow, LinkSim};
 use polyphony_spec::{Bytes, Nanos, NetworkConfig};
 
@@ -44,8 +48,11 @@ pub enum FlowSimMode {
     /// per-class virtual-time heaps (the module docs above). The default.
     #[default]
     PerFlow,
-    /// Aggregate per-class backlogs per link, O(classes) per flow arrival, with the whole batch
-    /// of configurations evaluated in one pass over the flows (faster, coarser).
+    /// Per link, one fluid backlog and one processor-sharing curve per class instead of one
+    /// heap entry per flow (`flowsim/aggregate.rs`): constant work per flow arrival, the batch's
+    /// configurations evaluated eight at a time in one vectorised pass over the flows. Several
+    /// times faster per configuration than `PerFlow`, with a lower p99 error against `pktsim`
+    /// on the reference scenario and a similar ranking quality (docs/models.md).
     Aggregate,
 }
 
@@ -103,17 +110,18 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
     let mut base_extra = vec![0.0f64; flows.len()];
     let mut ideals = Vec::with_capacity(flows.len());
     let mut rtts = Vec::with_capacity(flows.len());
-    let mut cache: Option<((u32, u32), polyphony_spec::IdealFct)> = None;
+    // Ideal FCT parameters per (src, dst), and each link's serialisation time of a full
+    // first packet (most flows have one): computed once, not per flow.
+    let mut ideal_of: std::collections::HashMap<(u32, u32), polyphony_spec::IdealFct> = Default::default();
+    let full_first: Vec<f64> = links
+        .iter()
+        .map(|lk| lk.rate.serialization_time(Bytes(MSS + HEADER_BYTES)).0 as f64)
+        .collect();
     for (i, f) in flows.iter().enumerate() {
         let path = topo.route(f.src, f.dst, f.id.0);
-        let ideal = match cache {
-            Some((k, v)) if k == (f.src.0, f.dst.0) => v,
-            _ => {
-                let v = topo.ideal(f.src, f.dst);
-                cache = Some(((f.src.0, f.dst.0), v));
-                v
-            }
-        };
+        let ideal = *ideal_of
+            .entry((f.src.0, f.dst.0))
+            .or_insert_with(|| topo.ideal(f.src, f.dst));
         let wire = ideal.wire_bytes(f.size).0 as f64;
         let first = f.size.0.min(MSS) + HEADER_BYTES;
         let mut sf_skipped = false;
@@ -123,7 +131,11 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
             if lk.rate == ideal.bottleneck && !sf_skipped {
                 sf_skipped = true;
             } else {
-                base_extra[i] += lk.rate.serialization_time(Bytes(first)).0 as f64;
+                base_extra[i] += if first == MSS + HEADER_BYTES {
+                    full_first[l as usize]
+                } else {
+                    lk.rate.serialization_time(Bytes(first)).0 as f64
+                };
             }
             let nx = ls.get(h + 1).copied().unwrap_or(u32::MAX - 1);
             let e = &mut next_of[l as usize];
@@ -186,43 +198,64 @@ impl FlowSim {
         let nc = input.classes.len();
         let ap = AggPlan::new(input, p);
         let mut scratch = AggScratch::new(nc);
-        configs
-            .iter()
-            .map(|cfg| {
-                let params = class_params(input, cfg)?;
-                let events = aggregate::run(&ap, &p.base_extra, &params, &self.options, &mut scratch);
-                let mut stats = RunStats {
-                    events,
-                    ..RunStats::default()
-                };
-                if input.keep_flows {
-                    let fct: Vec<Option<Nanos>> = p
-                        .ideals
-                        .iter()
-                        .zip(&scratch.extra)
-                        .map(|(i, e)| Some(Nanos(i.0 + e.max(0.0).round() as u64)))
-                        .collect();
-                    let end = input
-                        .workload
-                        .flows
-                        .iter()
-                        .zip(&fct)
-                        .map(|(f, t)| f.start.0 + t.map_or(0, |t| t.0))
-                        .max()
-                        .unwrap_or(0);
-                    return Ok(finish(input, &fct, Some(&p.ideals), Nanos(end), stats));
-                }
-                let (sli, end) = aggregate::slis(&ap, &mut scratch, &input.classes);
-                stats.flows = input.workload.flows.len() as u64;
-                stats.measured = ap.measured_flows();
-                stats.sim_time = Nanos(end.round() as u64);
-                Ok(ModelOutput {
-                    sli,
-                    flows: None,
-                    stats,
-                })
-            })
-            .collect()
+        let mut out: Vec<Result<ModelOutput, ModelError>> = Vec::with_capacity(configs.len());
+        // Valid configurations in groups of LANES, evaluated together; invalid ones answered
+        // in place.
+        let params: Vec<Result<Vec<_>, ModelError>> = configs.iter().map(|c| class_params(input, c)).collect();
+        let valid: Vec<usize> = (0..configs.len()).filter(|&i| params[i].is_ok()).collect();
+        let mut results: Vec<Option<ModelOutput>> = vec![None; configs.len()];
+        for chunk in valid.chunks(aggregate::LANES) {
+            let group: Vec<&[_]> = chunk
+                .iter()
+                .filter_map(|&i| params[i].as_ref().ok().map(|v| v.as_slice()))
+                .collect();
+            aggregate::run_group(&ap, &p.base_extra, &group, &self.options, &mut scratch, |k, lane| {
+                results[chunk[k]] = Some(self.aggregate_output(input, p, &ap, lane));
+            });
+        }
+        for (r, pr) in results.into_iter().zip(params) {
+            out.push(match (r, pr) {
+                (Some(o), _) => Ok(o),
+                (None, Err(e)) => Err(e),
+                // Unreachable: every valid configuration is in a group.
+                (None, Ok(_)) => Err(ModelError::invalid("configuration", "not evaluated", "report a bug")),
+            });
+        }
+        out
+    }
+
+    /// The output of one configuration whose extras are in `scratch.extra`.
+    fn aggregate_output(&self, input: &ModelInput, p: &Plan, ap: &AggPlan, mut lane: Lane<'_>) -> ModelOutput {
+        let mut stats = RunStats {
+            events: ap.arrivals(),
+            ..RunStats::default()
+        };
+        if input.keep_flows {
+            let fct: Vec<Option<Nanos>> = p
+                .ideals
+                .iter()
+                .zip(lane.extras())
+                .map(|(i, e)| Some(Nanos(i.0 + e.round() as u64)))
+                .collect();
+            let end = input
+                .workload
+                .flows
+                .iter()
+                .zip(&fct)
+                .map(|(f, t)| f.start.0 + t.map_or(0, |t| t.0))
+                .max()
+                .unwrap_or(0);
+            return finish(input, &fct, Some(&p.ideals), Nanos(end), stats);
+        }
+        let sli = lane.slis(&input.classes);
+        stats.flows = input.workload.flows.len() as u64;
+        stats.measured = ap.measured_flows();
+        stats.sim_time = Nanos(lane.end().round() as u64);
+        ModelOutput {
+            sli,
+            flows: None,
+            stats,
+        }
     }
 
     fn run_planned(&self, input: &ModelInput, p: &Plan, cfg: &NetworkConfig) -> Result<ModelOutput, ModelError> {
