@@ -55,7 +55,7 @@
 // Lane loops index several arrays in lock step by lane; that form is what vectorises.
 #![allow(clippy::needless_range_loop)]
 
-use super::curve::{Curves, Top, F};
+use super::curve::{max, min, Curves, Top, F};
 use super::{FlowSimOptions, Plan};
 use crate::model::{ClassParams, ModelInput, MAX_CLASSES};
 use crate::topology::{HEADER_BYTES, MSS};
@@ -226,24 +226,6 @@ impl<const L: usize> Knobs<L> {
             }
         }
         k
-    }
-}
-
-#[inline(always)]
-fn min(a: F, b: F) -> F {
-    if a < b {
-        a
-    } else {
-        b
-    }
-}
-
-#[inline(always)]
-fn max(a: F, b: F) -> F {
-    if a > b {
-        a
-    } else {
-        b
     }
 }
 

@@ -95,8 +95,9 @@ impl Top {
     }
 }
 
+/// The smaller of two lane values (the plain comparison, which vectorises to one instruction).
 #[inline(always)]
-fn min(a: F, b: F) -> F {
+pub(crate) fn min(a: F, b: F) -> F {
     if a < b {
         a
     } else {
@@ -104,8 +105,9 @@ fn min(a: F, b: F) -> F {
     }
 }
 
+/// The larger of two lane values (see [`min`]).
 #[inline(always)]
-fn max(a: F, b: F) -> F {
+pub(crate) fn max(a: F, b: F) -> F {
     if a > b {
         a
     } else {
