@@ -14,8 +14,7 @@ use common::*;
 use emu::{slowdown_bucket_bounds, EmuMetrics, FlowRecord, MetricsServer};
 use polyphony_spec::{percentile, Dscp, FlowId};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Slowdowns from `.0` to `.1`, `.2` flows evenly spaced.
@@ -82,47 +81,25 @@ fn flow(id: u64, dscp: Dscp, class: &str, slowdown: f64) -> FlowRecord {
     }
 }
 
-/// Feeds a round of every class to the metrics every 100 ms until stopped or dropped.
-struct Flows {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Flows {
-    fn start(metrics: EmuMetrics) -> Flows {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let rounds: Vec<(Dscp, &str, Vec<f64>)> = CLASSES.iter().map(|&(d, n, s)| (d, n, round(s))).collect();
-            let mut id = 0u64;
-            // Bounded: at most 20 minutes of rounds.
-            for _ in 0..12_000 {
-                if flag.load(Ordering::Relaxed) {
-                    break;
-                }
-                for (dscp, name, values) in &rounds {
-                    for &s in values {
-                        id += 1;
-                        metrics.observe(&flow(id, *dscp, name, s));
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(100));
+/// Feeds a round of every class to the metrics every 100 ms until the guard is dropped.
+fn feed_flows(metrics: EmuMetrics) -> Background {
+    Background::spawn(move |stop| {
+        let rounds: Vec<(Dscp, &str, Vec<f64>)> = CLASSES.iter().map(|&(d, n, s)| (d, n, round(s))).collect();
+        let mut id = 0u64;
+        // Bounded: at most 20 minutes of rounds.
+        for _ in 0..12_000 {
+            if stop.load(Ordering::Relaxed) {
+                break;
             }
-        });
-        Flows {
-            stop,
-            thread: Some(thread),
+            for (dscp, name, values) in &rounds {
+                for &s in values {
+                    id += 1;
+                    metrics.observe(&flow(id, *dscp, name, s));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-    }
-}
-
-impl Drop for Flows {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    })
 }
 
 /// The `[sli] query` of the shipped production-shaped config.
@@ -185,7 +162,7 @@ fn the_shipped_histogram_quantile_query_gives_each_class_three_quantiles_in_thei
     .expect("Prometheus never scraped emu's three zero slowdown series");
 
     // Flows finish while Prometheus scrapes.
-    let flows = Flows::start(metrics.clone());
+    let flows = feed_flows(metrics.clone());
     // The daemon starts once Prometheus holds at least five whole rounds, so no query can see
     // only a part of the first one.
     let per_round: usize = CLASSES.iter().flat_map(|c| c.2.iter().map(|s| s.2)).sum();

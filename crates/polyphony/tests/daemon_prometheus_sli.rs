@@ -9,8 +9,7 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// (dscp, p50, p99, p99.9) served for each class.
@@ -19,8 +18,7 @@ const SERVED: [(u8, f64, f64, f64); 3] = [(10, 1.5, 7.25, 13.5), (18, 2.0, 9.75,
 /// A loopback HTTP server answering every request with the exposition text; stops when dropped.
 struct Exposition {
     addr: String,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _thread: Background,
 }
 
 impl Exposition {
@@ -28,8 +26,6 @@ impl Exposition {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
         let mut text =
             String::from("# HELP app_fct_slowdown FCT slowdown quantiles per class\n# TYPE app_fct_slowdown gauge\n");
         for (d, p50, p99, p999) in SERVED {
@@ -37,8 +33,8 @@ impl Exposition {
                 text.push_str(&format!("app_fct_slowdown{{dscp=\"{d}\",quantile=\"{q}\"}} {v}\n"));
             }
         }
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
+        let thread = Background::spawn(move |stop| {
+            while !stop.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((mut s, _)) => {
                         s.set_nonblocking(false).ok();
@@ -56,20 +52,7 @@ impl Exposition {
                 }
             }
         });
-        Exposition {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Exposition {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        Exposition { addr, _thread: thread }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Helpers shared by the daemon's integration tests: a config writer, a child-process guard that
-//! kills by PID on drop, a loopback HTTP GET/POST, and polling.
+//! kills by PID on drop, a stoppable helper thread, a loopback HTTP GET/POST, and polling.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -323,4 +323,32 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
+}
+
+/// A helper thread that runs until told to stop: `Background::spawn(|stop| …)` gives the body a
+/// flag to poll; dropping the guard sets it and joins the thread (also when an assertion fails).
+pub struct Background {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    pub fn spawn(body: impl FnOnce(&std::sync::atomic::AtomicBool) + Send + 'static) -> Background {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || body(&flag));
+        Background {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
