@@ -173,23 +173,8 @@ fn the_shipped_histogram_quantile_query_gives_each_class_three_quantiles_in_thei
     })
     .expect("Prometheus never scraped five rounds of flows");
 
-    let state_dir = dir.path().join("state");
-    let cfg = dir.path().join("daemon.toml");
-    let sli = format!(
-        "source = \"prometheus\"\nurl = \"http://{prom_addr}\"\nquery = {}",
-        toml::Value::String(query.clone())
-    );
-    let text = simulated_config(&state_dir, "advise", 1.0, "").replace("source = \"simulated\"", &sli);
-    std::fs::write(&cfg, &text).unwrap();
-    let (mut daemon, addr) = start_daemon(&cfg, &[]);
-
-    let record = poll(Duration::from_secs(300), || {
-        let (c, b) = http(&addr, "GET", "/v1/status", &[], "");
-        let s: serde_json::Value = serde_json::from_str(&b).ok()?;
-        let it = s["last_iteration"].clone();
-        (c == 200 && it["classes"].as_array().is_some_and(|a| a.len() == 3)).then_some(it)
-    })
-    .expect("no iteration with SLIs from Prometheus");
+    let (mut daemon, addr) = start_prometheus_sli_daemon(dir.path(), &prom_addr, &query);
+    let record = iteration_with_classes(&addr, 3);
 
     for (k, (dscp, name, segments)) in record["classes"].as_array().unwrap().iter().zip(CLASSES) {
         assert_eq!(k["dscp"], dscp.value(), "{k}");

@@ -66,24 +66,9 @@ fn prometheus_sli_has_one_query_per_percentile() {
 
     let (mut prom, prom_addr) = start_prometheus(dir.path(), "app", &expo.addr);
 
-    let state_dir = dir.path().join("state");
-    let cfg = dir.path().join("daemon.toml");
-    let text = simulated_config(&state_dir, "advise", 1.0, "").replace(
-        "source = \"simulated\"",
-        &format!(
-            "source = \"prometheus\"\nurl = \"http://{prom_addr}\"\nquery = 'app_fct_slowdown{{dscp=\"{{dscp}}\",quantile=\"{{quantile}}\"}}'"
-        ),
-    );
-    std::fs::write(&cfg, &text).unwrap();
-    let (mut daemon, addr) = start_daemon(&cfg, &[]);
-
-    let record = poll(Duration::from_secs(300), || {
-        let (c, b) = http(&addr, "GET", "/v1/status", &[], "");
-        let s: serde_json::Value = serde_json::from_str(&b).ok()?;
-        let it = s["last_iteration"].clone();
-        (c == 200 && it["classes"].as_array().is_some_and(|a| a.len() == 3)).then_some(it)
-    })
-    .expect("no iteration with SLIs from Prometheus");
+    let query = r#"app_fct_slowdown{dscp="{dscp}",quantile="{quantile}"}"#;
+    let (mut daemon, addr) = start_prometheus_sli_daemon(dir.path(), &prom_addr, query);
+    let record = iteration_with_classes(&addr, 3);
     for (k, (dscp, p50, p99, p999)) in record["classes"].as_array().unwrap().iter().zip(SERVED) {
         assert_eq!(k["dscp"], dscp, "{k}");
         let m = &k["measured"];

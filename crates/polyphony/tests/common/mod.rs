@@ -249,6 +249,32 @@ pub fn start_daemon(config: &Path, args: &[&str]) -> (ChildGuard, String) {
     (g, addr)
 }
 
+/// Starts an advise-mode daemon (the simulated config, 1 s interval, state under `dir`) whose
+/// SLIs come from the Prometheus at `prom_addr` through the query template `query`; returns it
+/// with its HTTP address.
+pub fn start_prometheus_sli_daemon(dir: &Path, prom_addr: &str, query: &str) -> (ChildGuard, String) {
+    let sli = format!(
+        "source = \"prometheus\"\nurl = \"http://{prom_addr}\"\nquery = {}",
+        toml::Value::String(query.to_string())
+    );
+    let text = simulated_config(&dir.join("state"), "advise", 1.0, "").replace("source = \"simulated\"", &sli);
+    let cfg = dir.join("daemon.toml");
+    std::fs::write(&cfg, &text).expect("daemon.toml");
+    start_daemon(&cfg, &[])
+}
+
+/// The daemon's last iteration record once it carries `classes` classes (polls the status API
+/// for up to 300 s; panics if none comes).
+pub fn iteration_with_classes(addr: &str, classes: usize) -> serde_json::Value {
+    poll(Duration::from_secs(300), || {
+        let (c, b) = http(addr, "GET", "/v1/status", &[], "");
+        let s: serde_json::Value = serde_json::from_str(&b).ok()?;
+        let it = s["last_iteration"].clone();
+        (c == 200 && it["classes"].as_array().is_some_and(|a| a.len() == classes)).then_some(it)
+    })
+    .unwrap_or_else(|| panic!("no iteration with SLIs of {classes} classes from http://{addr}"))
+}
+
 /// A minimal HTTP/1.1 request over loopback; returns (status, body). Panics if it cannot connect.
 pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
     try_http(addr, method, path, headers, body).unwrap_or_else(|| panic!("{method} http://{addr}{path} failed"))
