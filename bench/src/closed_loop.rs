@@ -69,6 +69,14 @@ impl RunTrace {
     pub fn ratios(&self) -> Vec<Vec<f64>> {
         self.records.iter().map(|r| r.ratios.clone()).collect()
     }
+    /// Per-iteration ratios of the classes that finished a flow in the interval (a class with
+    /// no flow has no SLO to miss); empty when no class did. What the SLO judgements use.
+    pub fn judged_ratios(&self) -> Vec<Vec<f64>> {
+        self.records
+            .iter()
+            .map(|r| r.ratios.iter().copied().filter(|x| !x.is_nan()).collect())
+            .collect()
+    }
     /// Per-iteration measured objectives.
     pub fn objectives(&self) -> Vec<f64> {
         self.records.iter().map(|r| r.objective).collect()

@@ -349,12 +349,12 @@ pub fn phase_table(r: &ScenarioResult) -> String {
             let mut conv = Vec::new();
             let mut viol = Vec::new();
             for t in r.traces.iter().filter(|t| t.tuner == name) {
-                let ratios: Vec<Vec<f64>> = t.ratios().into_iter().skip(a).take(b - a).collect();
+                let ratios: Vec<Vec<f64>> = t.judged_ratios().into_iter().skip(a).take(b - a).collect();
                 conv.push(
                     polyphony_core::convergence_iteration(&ratios, report::CONVERGENCE_K)
                         .map_or(f64::INFINITY, |c| c as f64),
                 );
-                viol.push(ratios.iter().filter(|r| !r.iter().all(|v| *v <= 1.0)).count() as f64);
+                viol.push(ratios.iter().filter(|r| !report::slos_met(r)).count() as f64);
             }
             let _ = write!(
                 s,

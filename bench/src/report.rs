@@ -107,6 +107,12 @@ pub struct Summary {
     pub decide_s: Spread,
 }
 
+/// Whether an interval met its SLOs: some class was measured and every measured class met its
+/// SLO (`ratios` from [`RunTrace::judged_ratios`]).
+pub fn slos_met(ratios: &[f64]) -> bool {
+    !ratios.is_empty() && ratios.iter().all(|v| *v <= 1.0)
+}
+
 /// The regret reference of each seed: the lowest finite J any tuner measured on it.
 fn references(traces: &[RunTrace]) -> Vec<(u64, f64)> {
     let mut seeds: Vec<u64> = traces.iter().map(|t| t.seed).collect();
@@ -141,7 +147,10 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
             let runs: Vec<&RunTrace> = traces.iter().filter(|t| t.tuner == name).collect();
             let conv: Vec<f64> = runs
                 .iter()
-                .map(|t| metrics::convergence_iteration(&t.ratios(), CONVERGENCE_K).map_or(f64::INFINITY, |c| c as f64))
+                .map(|t| {
+                    metrics::convergence_iteration(&t.judged_ratios(), CONVERGENCE_K)
+                        .map_or(f64::INFINITY, |c| c as f64)
+                })
                 .collect();
             let regret: Vec<f64> = runs
                 .iter()
@@ -159,7 +168,7 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
             let fin: Vec<f64> = runs.iter().map(|t| last(t).map_or(f64::NAN, |r| r.objective)).collect();
             let viol: Vec<f64> = runs
                 .iter()
-                .map(|t| t.records.iter().filter(|r| !r.ratios.iter().all(|v| *v <= 1.0)).count() as f64)
+                .map(|t| t.judged_ratios().iter().filter(|r| !slos_met(r)).count() as f64)
                 .collect();
             let decide: Vec<f64> = runs
                 .iter()
@@ -216,7 +225,7 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
             let _ = write!(s, ",{prefix}_{n}");
         }
     }
-    s += ",objective,model_evaluations,decide_s\n";
+    s += ",objective,model_evaluations,reason,decide_s\n";
     for t in &res.traces {
         for r in &t.records {
             let _ = write!(
@@ -245,7 +254,14 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
             for c in &sc.classes {
                 let _ = write!(s, ",{}", r.config.class(c.dscp).map_or(0, |k| k.init_cwnd.0));
             }
-            let _ = writeln!(s, ",{:.4},{},{:.3}", r.objective, r.model_evaluations, r.decide_s);
+            let _ = writeln!(
+                s,
+                ",{:.4},{},\"{}\",{:.3}",
+                r.objective,
+                r.model_evaluations,
+                r.reason.replace('"', "'"),
+                r.decide_s
+            );
         }
     }
     s
@@ -369,14 +385,23 @@ mod tests {
     }
 
     #[test]
-    fn a_skipped_interval_counts_as_a_violation_and_not_in_the_regret() {
+    fn a_class_without_flows_is_not_judged_and_a_skipped_interval_not_in_the_regret() {
+        // Interval 1: class 0 finished no flow, class 1 met its SLO → compliant, not in the regret.
         let mut t = trace("a", 0, &[(0.5, 0.5, 0.6), (0.5, 0.5, 0.6), (0.5, 0.5, 0.6)]);
         t.records[1].ratios = vec![f64::NAN, 0.5];
         t.records[1].objective = f64::NAN;
-        let s = summarise(&[t], 12.0);
-        assert_eq!(s[0].converged, 0);
-        assert_eq!(s[0].violations.median, 1.0);
+        let s = summarise(&[t.clone()], 12.0);
+        assert_eq!(s[0].converged, 1);
+        assert_eq!(s[0].violations.median, 0.0);
         assert_eq!(s[0].regret.median, 0.0);
+        // The measured class missed its SLO → a violation.
+        t.records[1].ratios = vec![f64::NAN, 1.5];
+        let s = summarise(&[t.clone()], 12.0);
+        assert_eq!((s[0].converged, s[0].violations.median), (0, 1.0));
+        // No class measured at all: no evidence of compliance → a violation.
+        t.records[1].ratios = vec![f64::NAN, f64::NAN];
+        let s = summarise(&[t], 12.0);
+        assert_eq!((s[0].converged, s[0].violations.median), (0, 1.0));
     }
 
     #[test]
