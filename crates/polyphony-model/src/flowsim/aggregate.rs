@@ -24,9 +24,12 @@
 //!   at the arrival, i_c = r·w_c / (w_c + Σ_{j≠c, B_j>0} w_j), and the capacity the other classes
 //!   leave on average, a_c = r − (their offered bytes on the link / the span of arrivals) — as
 //!   in the per-flow mode's standing-queue drain.
-//! * **Sharing.** The flow's transfer under processor sharing takes (T_c(s) + s) / ρ_c; the
-//!   term beyond an idle link is that minus s / r (never negative). Later arrivals are not
-//!   looked ahead to.
+//! * **Sharing.** The flow waits for the bytes of the others that processor sharing serves
+//!   before it, T_c(s), and its own transfer is stretched by the flows that arrive while it
+//!   runs: by 1 / (1 − u_c) on average (M/G/1 processor sharing), u_c = min(o_c / ρ_c, 0.9)
+//!   with o_c the load the class's other flows offer on the link (their bytes over the span of
+//!   arrivals, or over the time the link needs for all flows if that is longer). The term
+//!   beyond an idle link is T_c(s)/ρ_c + s/(ρ_c·(1 − u_c)) − s/r (never negative).
 //! * **K — standing queue.** Q_c = min(B_c, max(φ·K_c, n_c · initcwnd_c · MTU)), waited behind
 //!   at ρ_c: DCTCP holds a backlogged class's queue near K (φ =
 //!   [`FlowSimOptions::queue_factor`](super::FlowSimOptions::queue_factor)), and each active
@@ -35,7 +38,7 @@
 //!   window passes K); each round waits behind Q_c once, each round after the first adds one
 //!   base RTT.
 //!
-//! Per flow: extra = max(0, (T_c(s) + s)/ρ_c − s/r) + k·Q_c/ρ_c + (k − 1)·RTT.
+//! Per flow: extra = max(0, T_c(s)/ρ_c + s/(ρ_c·(1 − u_c)) − s/r) + k·Q_c/ρ_c + (k − 1)·RTT.
 //!
 //! Shared across the batch (computed once per [`NetworkModel::evaluate`](crate::NetworkModel)
 //! call): routes, ideal FCTs, the per-link flow lists with their segment counts and curve
@@ -85,6 +88,10 @@ struct AggLink {
     flows: Vec<AggFlow>,
     /// Per class: the capacity the other classes leave on average (bytes per ns).
     avail: [F; MAX_CLASSES],
+    /// Per class: its bytes on the link; with `inv_span`, the load the others offer.
+    class_bytes: [F; MAX_CLASSES],
+    /// 1 / the look-ahead's time base (ns).
+    inv_span: F,
     /// Per class: the top of its truncated-sum curve (from its largest flow).
     top: [Top; MAX_CLASSES],
 }
@@ -157,7 +164,13 @@ impl AggPlan {
                 for (a, o) in avail.iter_mut().zip(&offered) {
                     *a = (r - (total - o) / span).max(r * 0.01) as F;
                 }
+                // The look-ahead's time base: the span of arrivals, but at least the time the
+                // link needs for all of them (a burst cannot offer more than the line rate).
+                let inv_span = (1.0 / span.max(total / r)) as F;
+                let class_bytes = offered.map(|o| o as F);
                 AggLink {
+                    class_bytes,
+                    inv_span,
                     r: r as F,
                     flows,
                     avail,
@@ -229,6 +242,9 @@ impl<const L: usize> Knobs<L> {
     }
 }
 
+/// The largest class utilisation the look-ahead term uses (its stretch is at most 10×).
+const U_MAX: F = 0.9;
+
 /// Drains the backlogs `b` of every lane by GPS over `dt` ns at `r` bytes/ns: each round
 /// serves the backlogged classes until the first of them empties (or the time is up).
 #[inline(always)]
@@ -292,6 +308,8 @@ fn run_link<const L: usize, const NC: usize>(link: &AggLink, kn: &Knobs<L>, extr
         let s = f.work;
         let segs = f.segs as F;
         let inv_avail = 1.0 / link.avail[c];
+        // The load of the class's other flows (bytes/ns).
+        let load = max(link.class_bytes[c] - f.work, 0.0) * link.inv_span;
         let ex = &mut extra[f.flow as usize];
         // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
         let mut wa = kn.w[c];
@@ -304,7 +322,10 @@ fn run_link<const L: usize, const NC: usize>(link: &AggLink, kn: &Knobs<L>, extr
             let inv_share = wa[l] * kn.inv_w[c][l] * inv_r;
             // 1/ρ = 1/√(share · max(avail, share)), without dividing.
             let inv_rho = (inv_share * min(inv_avail, inv_share)).sqrt();
-            let ps = max((ts[l] + s) * inv_rho - s * inv_r, 0.0);
+            // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
+            // the class's offered load over its service rate (processor sharing's mean).
+            let u = min(load * inv_rho, U_MAX);
+            let ps = max(ts[l] * inv_rho + s * inv_rho / (1.0 - u) - s * inv_r, 0.0);
             let q = min(b[c][l], max(kn.phi_k[c][l], cv[c].flows(l) * kn.burst[c][l]));
             // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
             // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
