@@ -1,6 +1,7 @@
-//! Model speed on one core: flowsim flows/s and pktsim packets/s on the reference scenario
-//! (12 s of network time), and pktsim on the 32 × 8 leaf-spine at 60 % load (a short slice of
-//! network time per iteration; `examples/scale.rs` runs the full second and reports wall time).
+//! Model speed on one core: flowsim flows/s (per-flow mode on one configuration; aggregate mode
+//! on a batch of 30 and on one) and pktsim packets/s on the reference scenario (12 s of network
+//! time), and both on the 32 × 8 leaf-spine at 60 % load (a short slice of network time per
+//! iteration; `examples/scale.rs` runs the full second and reports wall time).
 //!
 //! ```text
 //! cargo bench -p polyphony-model --bench models -- --warm-up-time 1 --measurement-time 3
@@ -104,6 +105,11 @@ fn scale(c: &mut Criterion) {
     g.throughput(Throughput::Elements(input.workload.flows.len() as u64));
     g.bench_function("flowsim (elements = flows)", |b| {
         b.iter(|| black_box(FlowSim::default().evaluate(&input, &cfg)))
+    });
+    let batch = batch_of(&s, 30);
+    g.throughput(Throughput::Elements((input.workload.flows.len() * batch.len()) as u64));
+    g.bench_function("flowsim aggregate, batch of 30 (elements = flows × configs)", |b| {
+        b.iter(|| black_box(aggregate().evaluate(&input, &batch)))
     });
     g.finish();
 }
