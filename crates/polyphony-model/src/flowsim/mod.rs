@@ -224,7 +224,7 @@ impl FlowSim {
         out
     }
 
-    /// The output of one configuration whose extras are in `scratch.extra`.
+    /// The output of one configuration of a group (its lane of extra delays).
     fn aggregate_output(&self, input: &ModelInput, p: &Plan, ap: &AggPlan, mut lane: Lane<'_>) -> ModelOutput {
         let mut stats = RunStats {
             events: ap.arrivals(),
