@@ -79,6 +79,10 @@ struct AggFlow {
     class: u8,
     /// The curve segment holding `work` (see `curve.rs`).
     seg: u8,
+    /// The link has served everything that arrived before this flow. The link is
+    /// work-conserving, so its total backlog does not depend on the configuration: when it is
+    /// empty every class is, in every configuration, and the GPS pass can be skipped.
+    idle: bool,
 }
 
 /// The configuration-independent part of one link.
@@ -144,15 +148,27 @@ impl AggPlan {
                             segs: f.size.div_ceil(MSS).clamp(1, u32::MAX as u64) as u32,
                             class: f.class,
                             seg: 0,
+                            idle: false,
                         }
                     })
                     .collect::<Vec<_>>();
                 let top = max_size.map(Top::new);
+                // The total backlog just before each arrival (Lindley's recursion, bytes); a
+                // byte of rounding counts as empty.
+                let (mut backlog, mut last) = (0.0f64, lf.first().map_or(0.0, |f| f.start));
                 let flows = flows
                     .into_iter()
-                    .map(|f| AggFlow {
-                        seg: top[f.class as usize].segment(f.work as f64),
-                        ..f
+                    .zip(lf)
+                    .map(|(f, l)| {
+                        backlog = (backlog - (l.start - last) * r).max(0.0);
+                        last = l.start;
+                        let idle = backlog < 1.0;
+                        backlog += l.work;
+                        AggFlow {
+                            seg: top[f.class as usize].segment(f.work as f64),
+                            idle,
+                            ..f
+                        }
                     })
                     .collect();
                 let span = match (lf.first(), lf.last()) {
@@ -299,11 +315,20 @@ fn run_link<const L: usize, const NC: usize>(link: &AggLink, kn: &Knobs<L>, extr
     let mut cv = [Curves::<L>::EMPTY; MAX_CLASSES];
     let mut t = link.flows.first().map_or(0.0, |f| f.start);
     for f in &link.flows {
-        drain::<L, NC>(&mut b, kn, r, (f.start - t) as F);
+        if f.idle {
+            b = [[0.0; L]; MAX_CLASSES];
+        } else {
+            drain::<L, NC>(&mut b, kn, r, (f.start - t) as F);
+        }
         t = f.start;
         let c = f.class as usize;
         let top = &link.top[c];
-        cv[c].serve(&b[c], top);
+        if b[c].iter().all(|&x| x <= 0.0) {
+            // Idle in every lane: no flow left in the class.
+            cv[c] = Curves::EMPTY;
+        } else {
+            cv[c].serve(&b[c], top);
+        }
         let ts = cv[c].at(f.work, f.seg as usize, top);
         let s = f.work;
         let segs = f.segs as F;
