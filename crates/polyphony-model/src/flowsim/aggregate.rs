@@ -42,7 +42,9 @@
 //!
 //! Shared across the batch (computed once per [`NetworkModel::evaluate`](crate::NetworkModel)
 //! call): routes, ideal FCTs, the per-link flow lists with their segment counts and curve
-//! segments, each class's largest flow and offered load, which flows are measured.
+//! segments, each class's largest flow and offered load, which flows are measured, and which
+//! arrivals find the link empty — the link is work-conserving, so its total backlog is the same
+//! in every configuration, and there the GPS pass is skipped.
 //!
 //! **Lanes.** The configurations of a batch run [`LANES`] at a time in lock step: one pass
 //! over the flows updates every lane's state, which is stored lane-innermost (`[[f32; 8]; …]`)
