@@ -161,6 +161,8 @@ fn run() -> Result<()> {
     );
     bar.enable_steady_tick(Duration::from_millis(250));
     let start = a.start.unwrap_or(a.study.default_start());
+    // The tree the runs start from (HEAD may move while a long study runs).
+    let commit = git_commit();
     let mut planned = match a.study {
         Study::Scale => {
             let so = ScaleOptions {
@@ -200,7 +202,7 @@ fn run() -> Result<()> {
     );
     let provenance = format!(
         "Run at commit `{}`; every tuner starts from the {} configuration (`--start`).",
-        git_commit(),
+        commit,
         start.name()
     );
     let plots = !a.no_plots;
