@@ -46,16 +46,19 @@
 //! arrivals find the link empty — the link is work-conserving, so its total backlog is the same
 //! in every configuration, and there the GPS pass is skipped.
 //!
-//! **Lanes.** The configurations of a batch run [`LANES`] at a time in lock step: one pass
-//! over the flows updates every lane's state, which is stored lane-innermost (`[[f32; 8]; …]`)
-//! and updated with the same branch-free arithmetic in every lane (GPS rounds end when no lane
-//! needs another), so the compiler turns each step into one vector instruction (AVX2 when the
-//! processor has it, chosen at run time; the scalar and vector paths give identical results).
-//! Lanes hold single-precision floats (about seven significant digits of bytes and
-//! nanoseconds, far finer than the model); a batch of one runs a single lane. Per
-//! configuration the slowdowns are then reduced to p50, p99 and p99.9 by an exact nearest-rank
-//! selection (a 32-bucket-per-octave histogram finds each rank's bucket; only those buckets are
-//! selected in). Deterministic: no random draws.
+//! **Lanes.** The configurations of a batch run [`LANES`] (16) at a time in lock step: one
+//! pass over the flows updates every lane's state, which is stored lane-innermost
+//! (`[[f32; 16]; …]`) and updated with the same branch-free arithmetic in every lane (GPS
+//! rounds end when no lane needs another), so the compiler turns each step into vector
+//! instructions (with AVX2, chosen at run time, two independent 8-wide ones per step, which
+//! keeps both in flight; the scalar and vector paths give identical results). Lanes hold
+//! single-precision floats (about seven significant digits of bytes and nanoseconds, far
+//! finer than the model); a batch of one runs a single lane. The reductions run in the same
+//! vectorised function, for the whole group at once: the slowdowns of the measured flows (with
+//! their sums, maxima and histogram buckets), then an exact nearest-rank selection of p50, p99
+//! and p99.9 per class and lane (one pass fills every lane's 32-bucket-per-octave histogram,
+//! which locates each rank's bucket; a second pass collects those buckets' values for all
+//! lanes at once, and only they are selected in). Deterministic: no random draws.
 
 // Lane loops index several arrays in lock step by lane; that form is what vectorises.
 #![allow(clippy::needless_range_loop)]
@@ -389,45 +392,49 @@ pub(crate) struct AggScratch {
     /// Per flow and lane, while a group of configurations runs.
     lanes: Vec<[F; LANES]>,
     one: Vec<[F; 1]>,
-    /// Per class: every lane's slowdowns of its measured flows, as `f32` bits.
-    wide: Vec<Vec<[u32; LANES]>>,
-    /// Per class: the measured flows' slowdowns as `f32` bits (slowdowns are positive, so the
-    /// bits order like the values and selection compares integers).
-    per_class: Vec<Vec<u32>>,
-    /// The selection's histogram and the values of the buckets holding p50, p99 and p99.9.
-    hist: Vec<u32>,
-    pick: [Vec<u32>; 3],
+    /// Every lane's slowdowns of the measured flows per class (see [`Slowdowns`]).
+    sd: Slowdowns,
 }
 
 impl AggScratch {
-    pub fn new(classes: usize) -> AggScratch {
+    pub fn new(_classes: usize) -> AggScratch {
         AggScratch {
             lanes: Vec::new(),
             one: Vec::new(),
-            wide: vec![Vec::new(); classes],
-            per_class: vec![Vec::new(); classes],
-            hist: Vec::new(),
-            pick: Default::default(),
+            sd: Slowdowns::default(),
         }
     }
 }
 
+/// Every lane's slowdowns of the measured flows, per class, as `f32` bits (slowdowns are ≥ 1,
+/// so the bits order like the values and selection compares integers), one row of lanes per
+/// flow (a group of one fills lane 0). With each lane's sum (f64, in flow order) and largest
+/// value, gathered in the same pass for all lanes at once.
+#[derive(Default)]
+struct Slowdowns {
+    bits: Vec<Vec<[u32; LANES]>>,
+    /// The histogram bucket of each value ([`bucket`]), computed here for all lanes at once.
+    buckets: Vec<Vec<[u16; LANES]>>,
+    sum: Vec<[f64; LANES]>,
+    top: Vec<[u32; LANES]>,
+    /// Per class and lane: p50, p99, p99.9 (`None`: no finite slowdowns), from [`select`].
+    q: Vec<[Option<[f64; 3]>; LANES]>,
+    /// The selection's histograms and the values of the buckets holding the ranks.
+    hist: Vec<u32>,
+    pick: Vec<Vec<u32>>,
+}
+
 /// One configuration's result inside a group: its lane of per-flow extra delays.
 pub(crate) struct Lane<'a> {
-    ap: &'a AggPlan,
     data: LaneData<'a>,
     lane: usize,
     end: f64,
-    per_class: &'a mut Vec<Vec<u32>>,
-    wide_one: Vec<Vec<[u32; 1]>>,
-    hist: &'a mut Vec<u32>,
-    pick: &'a mut [Vec<u32>; 3],
+    sd: &'a Slowdowns,
 }
 
 enum LaneData<'a> {
     One(&'a [[F; 1]]),
-    /// The lanes' extras and their slowdowns per class (see [`AggScratch`]).
-    Wide(&'a [[F; LANES]], &'a [Vec<[u32; LANES]>]),
+    Wide(&'a [[F; LANES]]),
 }
 
 impl Lane<'_> {
@@ -435,7 +442,7 @@ impl Lane<'_> {
     pub fn extras(&self) -> Vec<f64> {
         match self.data {
             LaneData::One(v) => v.iter().map(|e| max(e[0], 0.0) as f64).collect(),
-            LaneData::Wide(v, _) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
+            LaneData::Wide(v) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
         }
     }
 
@@ -444,59 +451,94 @@ impl Lane<'_> {
         self.end
     }
 
-    /// Per-class SLIs of the measured flows, by selection.
+    /// Per-class SLIs of the measured flows (selected for the whole group at once).
     pub fn slis(&mut self, dscps: &[polyphony_spec::Dscp]) -> SliVector {
-        match self.data {
-            LaneData::One(v) => {
-                slowdowns(self.ap, v, &mut self.wide_one);
-                for (out, sd) in self.per_class.iter_mut().zip(&self.wide_one) {
-                    out.clear();
-                    out.extend(sd.iter().map(|r| r[0]));
-                }
-            }
-            LaneData::Wide(_, sd) => {
-                for (out, sd) in self.per_class.iter_mut().zip(sd) {
-                    out.clear();
-                    out.extend(sd.iter().map(|r| r[self.lane]));
-                }
-            }
-        }
-        let (hist, pick) = (&mut *self.hist, &mut *self.pick);
+        let (sd, l) = (self.sd, self.lane);
         let classes = dscps
             .iter()
-            .zip(self.per_class.iter())
-            .filter_map(|(&d, v)| select_sli(d, v, hist, pick))
+            .zip(&sd.q)
+            .zip(&sd.bits)
+            .zip(&sd.sum)
+            .filter_map(|(((&dscp, q), v), sum)| {
+                let [p50, p99, p999] = q[l]?;
+                Some(ClassSli {
+                    dscp,
+                    flows: v.len() as u64,
+                    p50,
+                    p99,
+                    p999,
+                    mean: sum[l] / v.len() as f64,
+                })
+            })
             .collect();
         SliVector { classes }
     }
 }
 
-/// Every lane's slowdowns of the measured flows, per class, as `f32` bits (one pass over the
-/// flows for all lanes).
-fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Vec<Vec<[u32; L]>>) {
-    out.resize(ap.measured.len(), Vec::new());
-    for (v, (idx, inv)) in out.iter_mut().zip(&ap.measured) {
+/// Every lane's slowdowns of the measured flows, per class, with their sums and maxima (one
+/// pass over the flows for all lanes).
+#[inline(always)]
+fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
+    const { assert!(L <= LANES) };
+    out.bits.resize(ap.measured.len(), Vec::new());
+    out.buckets.resize(ap.measured.len(), Vec::new());
+    out.sum.clear();
+    out.top.clear();
+    for ((v, bk), (idx, inv)) in out.bits.iter_mut().zip(&mut out.buckets).zip(&ap.measured) {
         v.clear();
-        v.extend(idx.iter().zip(inv).map(|(&i, &inv)| {
+        v.resize(idx.len(), [0; LANES]);
+        bk.clear();
+        bk.resize(idx.len(), [0; LANES]);
+        let mut sum = [0.0f64; LANES];
+        let mut top = [0u32; LANES];
+        for (((row, bk), &i), &inv) in v.iter_mut().zip(bk.iter_mut()).zip(idx).zip(inv) {
             let e = &ex[i as usize];
-            std::array::from_fn(|l| (1.0 + max(e[l], 0.0) * inv).to_bits())
-        }));
+            let mut x = [0.0; L];
+            for l in 0..L {
+                x[l] = 1.0 + max(e[l], 0.0) * inv;
+            }
+            for l in 0..L {
+                sum[l] += x[l] as f64;
+            }
+            for l in 0..L {
+                row[l] = x[l].to_bits();
+                top[l] = if row[l] > top[l] { row[l] } else { top[l] };
+                bk[l] = bucket(row[l]) as u16;
+            }
+        }
+        out.sum.push(sum);
+        out.top.push(top);
+    }
+    let Slowdowns {
+        bits,
+        buckets,
+        top,
+        q,
+        hist,
+        pick,
+        ..
+    } = out;
+    q.clear();
+    for ((v, bk), top) in bits.iter().zip(buckets.iter()).zip(top.iter()) {
+        q.push(select::<L>(v, bk, top, hist, pick));
     }
 }
 
 /// Every lane's latest completion (ns).
+#[inline(always)]
 fn ends<const L: usize>(ap: &AggPlan, ex: &[[F; L]]) -> [f64; L] {
     let mut end = [0.0f64; L];
     for (e, &i) in ex.iter().zip(&ap.ideal_end) {
         for l in 0..L {
-            end[l] = end[l].max(i + max(e[l], 0.0) as f64);
+            let v = i + max(e[l], 0.0) as f64;
+            end[l] = if v > end[l] { v } else { end[l] };
         }
     }
     end
 }
 
 /// Configurations evaluated together in one pass over the flows.
-pub(crate) const LANES: usize = 8;
+pub(crate) const LANES: usize = 16;
 
 /// Runs every link for a group of configurations (at most [`LANES`]); `done(i, lane)` is
 /// called for the i-th with its results.
@@ -511,34 +553,16 @@ pub(crate) fn run_group(
     let Some(&last) = group.last() else {
         return;
     };
-    let AggScratch {
-        lanes,
-        one,
-        wide,
-        per_class,
-        hist,
-        pick,
-    } = scratch;
+    let AggScratch { lanes, one, sd } = scratch;
     if group.len() == 1 {
         let kn = Knobs::<1>::new(&[last], opts);
         one.clear();
         one.extend(base_extra.iter().map(|&e| [e as F]));
         run_links(ap, &kn, one);
         let end = ends(ap, one)[0];
+        slowdowns(ap, one, sd);
         let data = LaneData::One(one);
-        done(
-            0,
-            Lane {
-                ap,
-                data,
-                lane: 0,
-                end,
-                per_class,
-                wide_one: Vec::new(),
-                hist,
-                pick,
-            },
-        );
+        done(0, Lane { data, lane: 0, end, sd });
         return;
     }
     // Unused lanes repeat the last configuration.
@@ -546,44 +570,45 @@ pub(crate) fn run_group(
     let kn = Knobs::<LANES>::new(&params, opts);
     lanes.clear();
     lanes.extend(base_extra.iter().map(|&e| [e as F; LANES]));
-    run_links_wide(ap, &kn, lanes);
-    let end = ends(ap, lanes);
-    slowdowns(ap, lanes, wide);
+    let end = run_wide(ap, &kn, lanes, sd);
     for (i, &end) in end.iter().enumerate().take(group.len()) {
         done(
             i,
             Lane {
-                ap,
-                data: LaneData::Wide(lanes, wide),
+                data: LaneData::Wide(lanes),
                 lane: i,
                 end,
-                per_class: &mut *per_class,
-                wide_one: Vec::new(),
-                hist: &mut *hist,
-                pick: &mut *pick,
+                sd,
             },
         );
     }
 }
 
-/// The lane-wide pass, compiled for AVX2 when the processor has it (same arithmetic, same
-/// results: Rust does not contract or reorder floating-point operations).
-fn run_links_wide(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]]) {
+/// The lane-wide pass and its reductions (latest completions, slowdowns), compiled for AVX2
+/// when the processor has it (same arithmetic, same results: Rust does not contract or
+/// reorder floating-point operations).
+fn run_wide(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the processor supports AVX2 (checked just above).
-            unsafe { run_links_avx2(ap, kn, ex) };
-            return;
+            return unsafe { run_wide_avx2(ap, kn, ex, sd) };
         }
     }
+    run_wide_portable(ap, kn, ex, sd)
+}
+
+#[inline(always)]
+fn run_wide_portable(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
     run_links(ap, kn, ex);
+    slowdowns(ap, ex, sd);
+    ends(ap, ex)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn run_links_avx2(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]]) {
-    run_links(ap, kn, ex);
+fn run_wide_avx2(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
+    run_wide_portable(ap, kn, ex, sd)
 }
 
 /// The nearest-rank index of quantile `q` among `n` samples (as `polyphony_spec::percentile`).
@@ -598,90 +623,115 @@ const BUCKETS: usize = 1024;
 /// buckets order like the values (larger slowdowns share the last bucket).
 #[inline(always)]
 fn bucket(bits: u32) -> usize {
-    (((bits >> 18).saturating_sub(127 << 5)) as usize).min(BUCKETS - 1)
+    (bits >> 18).saturating_sub(127 << 5).min(BUCKETS as u32 - 1) as usize
 }
 
-/// p50, p99, p99.9 and mean of the slowdowns (≥ 1) whose `f32` bits are `v`, equal to sorting
-/// and taking nearest ranks: a histogram pass finds the bucket of each rank, a second pass
-/// collects those buckets' values and a selection within them finishes.
-fn select_sli(
-    dscp: polyphony_spec::Dscp,
-    v: &[u32],
+/// p50, p99 and p99.9 of the slowdowns (≥ 1) of every lane l < `L`, given as `f32` bits
+/// (`v[i][l]`), their buckets (`bk[i][l]`) and each lane's largest value; equal to sorting and
+/// taking nearest ranks. One pass over the rows fills every lane's histogram; each lane's
+/// ranks are located in it (p50 counting from the bottom, p99.9 and p99 from the top, where
+/// they lie in the last ≈ 1 % of the values); a second pass over the rows collects, for all
+/// lanes at once, the values inside those buckets (a lane mask per row, usually empty), and a
+/// selection within them finishes. A lane without finite values gets `None`.
+#[inline(always)]
+fn select<const L: usize>(
+    v: &[[u32; LANES]],
+    bk: &[[u16; LANES]],
+    top: &[u32; LANES],
     hist: &mut Vec<u32>,
-    pick: &mut [Vec<u32>; 3],
-) -> Option<ClassSli> {
+    pick: &mut Vec<Vec<u32>>,
+) -> [Option<[f64; 3]>; LANES] {
+    let mut out = [None; LANES];
     let n = v.len();
-    if n == 0 {
-        return None;
+    let valid: [bool; L] = std::array::from_fn(|l| n > 0 && f32::from_bits(top[l]).is_finite());
+    if !valid.iter().any(|&x| x) {
+        return out;
     }
-    // The largest value (bits order like values) and the sum, in a pass that vectorises.
-    let top = v.iter().fold(0u32, |m, &x| m.max(x));
-    if !f32::from_bits(top).is_finite() {
-        return None;
-    }
-    let sum: f64 = v.iter().map(|&x| f32::from_bits(x) as f64).sum();
+    let nb = (0..L).map(|l| bucket(top[l]) + 1).max().unwrap_or(1);
     hist.clear();
-    hist.resize(bucket(top) + 1, 0);
-    for &x in v {
-        hist[bucket(x)] += 1;
+    hist.resize(L * nb, 0);
+    for row in bk {
+        for l in 0..L {
+            hist[l * nb + row[l] as usize] += 1;
+        }
     }
     let ranks = [rank(n, 0.5), rank(n, 0.99), rank(n, 0.999)];
-    // Each rank's bucket and its rank within the bucket.
-    let mut at = [(0usize, 0usize); 3];
-    let mut below = 0usize;
-    let mut next = 0;
-    for (k, &h) in hist.iter().enumerate() {
-        let h = h as usize;
-        while next < 3 && ranks[next] < below + h {
-            at[next] = (k, ranks[next] - below);
-            next += 1;
+    // Per lane: each rank's bucket bounds (bits; a never-matching range for invalid lanes)
+    // and its rank within the bucket.
+    let mut lo = [[u32::MAX; L]; 3];
+    let mut width = [[0u32; L]; 3];
+    let mut within = [[0usize; L]; 3];
+    let lo_of = |b: usize| if b == 0 { 0 } else { ((b as u32) + (127 << 5)) << 18 };
+    // The last bucket has no upper bound; u32::MAX is a NaN, never a slowdown.
+    let hi_of = |b: usize| if b == BUCKETS - 1 { u32::MAX } else { lo_of(b + 1) };
+    for l in (0..L).filter(|&l| valid[l]) {
+        let h = &hist[l * nb..(l + 1) * nb];
+        let mut at = [(0usize, 0usize); 3];
+        let mut below = 0usize;
+        for (k, &c) in h.iter().enumerate() {
+            if ranks[0] < below + c as usize {
+                at[0] = (k, ranks[0] - below);
+                break;
+            }
+            below += c as usize;
         }
-        below += h;
-        if next == 3 {
-            break;
+        let mut above = 0usize;
+        let mut next = 2;
+        for (k, &c) in h.iter().enumerate().rev() {
+            let first = n - above - c as usize;
+            while next > 0 && ranks[next] >= first {
+                at[next] = (k, ranks[next] - first);
+                next -= 1;
+            }
+            above += c as usize;
+            if next == 0 {
+                break;
+            }
+        }
+        for (j, &(b, r)) in at.iter().enumerate() {
+            lo[j][l] = lo_of(b);
+            width[j][l] = hi_of(b).wrapping_sub(lo_of(b));
+            within[j][l] = r;
         }
     }
+    pick.resize(3 * LANES, Vec::new());
     for p in pick.iter_mut() {
         p.clear();
     }
-    // Bits bounding each picked bucket, so the pass compares values, not buckets.
-    let (b50, b99, b999) = (at[0].0, at[1].0, at[2].0);
-    let lo = |b: usize| if b == 0 { 0 } else { ((b as u32) + (127 << 5)) << 18 };
-    let (lo50, hi50, lo99) = (lo(b50), lo(b50 + 1), lo(b99));
-    let (lo99x, hi99, lo999, hi999) = (lo(b99), lo(b99 + 1), lo(b999), lo(b999 + 1));
-    let last = BUCKETS - 1;
-    let below = |x: u32, hi: u32, b: usize| b == last || x < hi;
-    for &x in v {
-        if x >= lo50 && below(x, hi50, b50) {
-            pick[0].push(x);
-        }
-        if x >= lo99 {
-            if x >= lo99x && below(x, hi99, b99) {
-                pick[1].push(x);
+    for row in v {
+        let mut inside = [[0u32; L]; 3];
+        let mut any = 0u32;
+        for j in 0..3 {
+            for l in 0..L {
+                inside[j][l] = (row[l].wrapping_sub(lo[j][l]) < width[j][l]) as u32;
+                any |= inside[j][l];
             }
-            if x >= lo999 && below(x, hi999, b999) {
-                pick[2].push(x);
+        }
+        if any != 0 {
+            for j in 0..3 {
+                for l in 0..L {
+                    if inside[j][l] != 0 {
+                        pick[j * LANES + l].push(row[l]);
+                    }
+                }
             }
         }
     }
-    let mut q = [0.0; 3];
-    for ((p, &(_, r)), q) in pick.iter_mut().zip(&at).zip(&mut q) {
-        *q = f32::from_bits(*p.select_nth_unstable(r).1) as f64;
+    for l in (0..L).filter(|&l| valid[l]) {
+        let mut q = [0.0; 3];
+        for (j, q) in q.iter_mut().enumerate() {
+            let p = &mut pick[j * LANES + l];
+            *q = f32::from_bits(*p.select_nth_unstable(within[j][l]).1) as f64;
+        }
+        out[l] = Some(q);
     }
-    Some(ClassSli {
-        dscp,
-        flows: n as u64,
-        p50: q[0],
-        p99: q[1],
-        p999: q[2],
-        mean: sum / n as f64,
-    })
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use polyphony_spec::{percentile, Dscp};
+    use polyphony_spec::percentile;
 
     #[test]
     fn selection_equals_sorted_nearest_ranks() {
@@ -695,11 +745,19 @@ mod tests {
                 .collect();
             let mut sorted: Vec<f64> = v.iter().map(|&x| x as f32 as f64).collect();
             sorted.sort_by(f64::total_cmp);
-            let bits: Vec<u32> = v.iter().map(|&x| (x as f32).to_bits()).collect();
-            let s = select_sli(Dscp::AF11, &bits, &mut Vec::new(), &mut Default::default()).unwrap();
-            assert_eq!(Some(s.p50), percentile(&sorted, 0.5), "n {n}");
-            assert_eq!(Some(s.p99), percentile(&sorted, 0.99), "n {n}");
-            assert_eq!(Some(s.p999), percentile(&sorted, 0.999), "n {n}");
+            // Every lane holds the same values in a different order.
+            let bits: Vec<[u32; LANES]> = (0..n)
+                .map(|i| std::array::from_fn(|l| (v[(i + l * 7) % n] as f32).to_bits()))
+                .collect();
+            let top = std::array::from_fn(|l| bits.iter().map(|r| r[l]).max().unwrap_or(0));
+            let bk: Vec<[u16; LANES]> = bits.iter().map(|r| r.map(|x| bucket(x) as u16)).collect();
+            let q = select::<LANES>(&bits, &bk, &top, &mut Vec::new(), &mut Vec::new());
+            for q in q {
+                let [p50, p99, p999] = q.unwrap();
+                assert_eq!(Some(p50), percentile(&sorted, 0.5), "n {n}");
+                assert_eq!(Some(p99), percentile(&sorted, 0.99), "n {n}");
+                assert_eq!(Some(p999), percentile(&sorted, 0.999), "n {n}");
+            }
         }
     }
 

@@ -50,7 +50,7 @@ pub enum FlowSimMode {
     PerFlow,
     /// Per link, one fluid backlog and one processor-sharing curve per class instead of one
     /// heap entry per flow (`flowsim/aggregate.rs`): constant work per flow arrival, the batch's
-    /// configurations evaluated eight at a time in one vectorised pass over the flows. Several
+    /// configurations evaluated sixteen at a time in one vectorised pass over the flows. Several
     /// times faster per configuration than `PerFlow`, with a lower p99 error against `pktsim`
     /// on the reference scenario and a similar ranking quality (docs/models.md).
     Aggregate,
