@@ -13,8 +13,10 @@
 //! * **Backlog (GPS across classes).** B_c = wire bytes of class c not yet served (fluid).
 //!   Between two arrivals the link serves the backlogged classes by generalised processor
 //!   sharing: class c drains at r·w_c / Σ_{B_j>0} w_j, and when a class empties its share goes
-//!   to the others (solved exactly, one step per class that empties). An arrival adds its
-//!   wire bytes s to B_c.
+//!   to the others — solved in closed form (every backlogged class gets the same service θ per
+//!   unit of weight: B_c ← (B_c − w_c·θ)⁺ with Σ_c min(B_c, w_c·θ) = r·Δt, see [`drain_fill`];
+//!   above four classes one step per class that empties). An arrival adds its wire bytes s
+//!   to B_c.
 //! * **Flows (processor sharing within a class).** The class's truncated-sum curve
 //!   T_c(x) = Σ_j min(x, rem_j) over its active flows is shifted by the per-flow service that
 //!   the bytes GPS gave the class since its last arrival amount to (T_c(δ) = served), and an
@@ -229,6 +231,9 @@ struct Knobs<const L: usize> {
     inv_init: [[F; L]; MAX_CLASSES],
     /// Slow-start rounds after which the window passes K.
     k_lim: [[F; L]; MAX_CLASSES],
+    /// Per set of classes m (bit j: class j, of the first [`FILL_CLASSES`]): 1 / Σ_{j∈m} w_j
+    /// (for [`drain_fill`]).
+    inv_wsum: [[F; L]; 1 << FILL_CLASSES],
 }
 
 impl<const L: usize> Knobs<L> {
@@ -241,6 +246,7 @@ impl<const L: usize> Knobs<L> {
             burst: [[0.0; L]; MAX_CLASSES],
             inv_init: [[1.0; L]; MAX_CLASSES],
             k_lim: [[1.0; L]; MAX_CLASSES],
+            inv_wsum: [[0.0; L]; 1 << FILL_CLASSES],
         };
         for (l, params) in lanes.iter().enumerate() {
             for (c, p) in params.iter().enumerate() {
@@ -258,8 +264,58 @@ impl<const L: usize> Knobs<L> {
                     1.0
                 };
             }
+            for (m, inv) in k.inv_wsum.iter_mut().enumerate().skip(1) {
+                let sum: f64 = params
+                    .iter()
+                    .take(FILL_CLASSES)
+                    .enumerate()
+                    .filter(|&(j, _)| m >> j & 1 == 1)
+                    .map(|(_, p)| p.weight)
+                    .sum();
+                inv[l] = if sum > 0.0 { (1.0 / sum) as F } else { 0.0 };
+            }
         }
         k
+    }
+}
+
+/// Up to this many classes the GPS drain is solved in closed form ([`drain_fill`]).
+const FILL_CLASSES: usize = 4;
+
+/// Drains the backlogs `b` of every lane by GPS over `dt` ns at `r` bytes/ns, in closed form
+/// (for at most [`FILL_CLASSES`] classes). GPS serves every backlogged class at the same rate
+/// per unit of weight, so after serving X = r·dt bytes class j holds (b_j − w_j·θ)⁺, with θ
+/// the service per unit of weight where F(θ) = Σ_j min(b_j, w_j·θ) reaches X. F is concave
+/// and the minimum of the lines Σ_{j∉m} b_j + θ·Σ_{j∈m} w_j over the sets m of classes, so
+/// θ = max_m (X − Σ_{j∉m} b_j) / Σ_{j∈m} w_j (if X exceeds the whole backlog every class
+/// empties, and so does the formula). No rounds, no division (1 / Σ w per set comes with the
+/// knobs); a class left with less than a byte counts as empty (rounding).
+#[inline(always)]
+fn drain_fill<const L: usize, const NC: usize>(b: &mut [[F; L]; MAX_CLASSES], kn: &Knobs<L>, r: F, dt: F) {
+    debug_assert!(NC <= FILL_CLASSES);
+    let x = r * dt;
+    // d = X − the whole backlog; then X − Σ_{j∉m} b_j = d + Σ_{j∈m} b_j.
+    let mut d = [x; L];
+    for j in 0..NC {
+        for l in 0..L {
+            d[l] -= b[j][l];
+        }
+    }
+    let mut inm = [[0.0; L]; 1 << FILL_CLASSES];
+    let mut theta = [F::NEG_INFINITY; L];
+    for m in 1..1usize << NC {
+        let j = m.trailing_zeros() as usize;
+        let rest = m & (m - 1);
+        for l in 0..L {
+            inm[m][l] = inm[rest][l] + b[j][l];
+            theta[l] = max(theta[l], (d[l] + inm[m][l]) * kn.inv_wsum[m][l]);
+        }
+    }
+    for j in 0..NC {
+        for l in 0..L {
+            let nb = b[j][l] - kn.w[j][l] * theta[l];
+            b[j][l] = if nb < 1.0 { 0.0 } else { nb };
+        }
     }
 }
 
@@ -323,7 +379,12 @@ fn run_link<const L: usize, const NC: usize>(link: &AggLink, kn: &Knobs<L>, extr
         if f.idle {
             b = [[0.0; L]; MAX_CLASSES];
         } else {
-            drain::<L, NC>(&mut b, kn, r, (f.start - t) as F);
+            let dt = (f.start - t) as F;
+            if NC <= FILL_CLASSES {
+                drain_fill::<L, NC>(&mut b, kn, r, dt);
+            } else {
+                drain::<L, NC>(&mut b, kn, r, dt);
+            }
         }
         t = f.start;
         let c = f.class as usize;
@@ -780,5 +841,57 @@ mod tests {
         assert!((b[1][0] - 100.0).abs() < 1e-9, "{}", b[1][0]);
         drain::<1, 2>(&mut b, &kn, 1.0, 1000.0);
         assert_eq!(b, [[0.0]; MAX_CLASSES]);
+        // The closed form gives the same.
+        let mut b = [[0.0]; MAX_CLASSES];
+        b[0][0] = 100.0;
+        b[1][0] = 1000.0;
+        drain_fill::<1, 2>(&mut b, &kn, 1.0, 1000.0);
+        assert_eq!(b[0][0], 0.0);
+        assert!((b[1][0] - 100.0).abs() < 1e-3, "{}", b[1][0]);
+        drain_fill::<1, 2>(&mut b, &kn, 1.0, 1000.0);
+        assert_eq!(b, [[0.0]; MAX_CLASSES]);
+    }
+
+    #[test]
+    fn closed_form_drain_equals_the_round_by_round_drain() {
+        let weights = [
+            [0.2, 0.3, 0.5],
+            [0.05, 0.05, 0.9],
+            [0.6, 0.35, 0.05],
+            [0.34, 0.33, 0.33],
+        ];
+        let backlogs = [
+            [0.0, 5_000.0, 80_000.0],
+            [1_514.0, 0.0, 0.0],
+            [30_000.0, 2_000.0, 400.0],
+            [120_000.0, 90_000.0, 60_000.0],
+        ];
+        for w in weights {
+            let params = w.map(|weight| ClassParams {
+                weight,
+                ecn_k: 30_000,
+                init_cwnd: 10,
+                buffer: None,
+            });
+            let kn = Knobs::<1>::new(&[&params[..]], &FlowSimOptions::default());
+            for bl in backlogs {
+                for dt in [0.0, 10.0, 1_000.0, 20_000.0, 1e6] {
+                    let mut rounds = [[0.0]; MAX_CLASSES];
+                    for (c, &x) in bl.iter().enumerate() {
+                        rounds[c][0] = x;
+                    }
+                    let mut fill = rounds;
+                    drain::<1, 3>(&mut rounds, &kn, 12.5, dt);
+                    drain_fill::<1, 3>(&mut fill, &kn, 12.5, dt);
+                    for c in 0..3 {
+                        let (a, b) = (rounds[c][0], fill[c][0]);
+                        assert!(
+                            (a - b).abs() <= 1.0 + 1e-5 * a,
+                            "w {w:?} b {bl:?} dt {dt}: class {c}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
