@@ -833,23 +833,18 @@ mod tests {
         let kn = Knobs::<1>::new(&[&params[..]], &FlowSimOptions::default());
         // Class 0 has 100 bytes, class 1 has 1000; r = 1 byte/ns. Class 0 empties at t = 400
         // (rate 0.25), then class 1 gets everything: after 1000 ns it has 1000 − 300 − 600 = 100.
-        let mut b = [[0.0]; MAX_CLASSES];
-        b[0][0] = 100.0;
-        b[1][0] = 1000.0;
-        drain::<1, 2>(&mut b, &kn, 1.0, 1000.0);
-        assert_eq!(b[0][0], 0.0);
-        assert!((b[1][0] - 100.0).abs() < 1e-9, "{}", b[1][0]);
-        drain::<1, 2>(&mut b, &kn, 1.0, 1000.0);
-        assert_eq!(b, [[0.0]; MAX_CLASSES]);
-        // The closed form gives the same.
-        let mut b = [[0.0]; MAX_CLASSES];
-        b[0][0] = 100.0;
-        b[1][0] = 1000.0;
-        drain_fill::<1, 2>(&mut b, &kn, 1.0, 1000.0);
-        assert_eq!(b[0][0], 0.0);
-        assert!((b[1][0] - 100.0).abs() < 1e-3, "{}", b[1][0]);
-        drain_fill::<1, 2>(&mut b, &kn, 1.0, 1000.0);
-        assert_eq!(b, [[0.0]; MAX_CLASSES]);
+        // Round by round and in closed form.
+        type Drain = fn(&mut [[F; 1]; MAX_CLASSES], &Knobs<1>, F, F);
+        for d in [drain::<1, 2> as Drain, drain_fill::<1, 2>] {
+            let mut b = [[0.0]; MAX_CLASSES];
+            b[0][0] = 100.0;
+            b[1][0] = 1000.0;
+            d(&mut b, &kn, 1.0, 1000.0);
+            assert_eq!(b[0][0], 0.0);
+            assert!((b[1][0] - 100.0).abs() < 1e-3, "{}", b[1][0]);
+            d(&mut b, &kn, 1.0, 1000.0);
+            assert_eq!(b, [[0.0]; MAX_CLASSES]);
+        }
     }
 
     #[test]
