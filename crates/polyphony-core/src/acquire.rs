@@ -10,6 +10,10 @@
 //!    make plateaus; a plateau is evaluated once); the answer is the best cached point. If no
 //!    point has EI above the floor, the lowest ĝ inside the trust region is proposed instead.
 //!
+//! ĝ = f + μ_R is clamped at the objective's lower bound ln(N)/c ([`Objective::lower_bound`])
+//! before EI: a residual GP extrapolating to J < ln(N)/c predicts a value J cannot take, and
+//! without the clamp EI would rank such a point above every honest one.
+//!
 //! Calls only the [`PerformanceModel`] it is given; no I/O of its own.
 
 use crate::ei::{expected_improvement, trust_penalty};
@@ -71,6 +75,9 @@ pub struct Scored {
     pub mu: f64,
     /// Residual posterior standard deviation σ_R.
     pub sigma: f64,
+    /// The surrogate ĝ = f + μ_R, raised to the objective's lower bound ln(N)/c (J cannot be
+    /// lower; a GP extrapolating below it would inflate EI). The mean EI uses.
+    pub g_hat: f64,
     /// Expected improvement.
     pub ei: f64,
     /// Distance to the trust-region centre.
@@ -80,9 +87,9 @@ pub struct Scored {
 }
 
 impl Scored {
-    /// ĝ = f + μ_R.
+    /// ĝ = max(f + μ_R, ln(N)/c): the surrogate mean, clamped where J cannot go.
     pub fn g_hat(&self) -> f64 {
-        self.f + self.mu
+        self.g_hat
     }
 }
 
@@ -199,7 +206,8 @@ impl<'a> Evaluator<'a> {
                 None => 0.0,
             };
             let distance = c.space.distance(&xr, c.centre);
-            let ei = expected_improvement(f + mu, sigma, c.g_best);
+            let g_hat = c.objective.clamp_prediction(f + mu);
+            let ei = expected_improvement(g_hat, sigma, c.g_best);
             let pen = c
                 .radius
                 .map_or(0.0, |r| trust_penalty(distance, r, c.params.penalty_beta));
@@ -214,6 +222,7 @@ impl<'a> Evaluator<'a> {
                     f,
                     mu,
                     sigma,
+                    g_hat,
                     ei,
                     distance,
                     acq,
@@ -458,4 +467,106 @@ pub fn acquire(
         evaluations,
         calls,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::default_initial;
+    use crate::gp::SurrogateStatus;
+    use crate::ModelError;
+    use polyphony_spec::{BitsPerSec, ClassSli, Dscp, KnobSpace, TrafficClass};
+
+    /// Every configuration gets p99 = `ratio` × its class's SLO.
+    struct Flat {
+        classes: Vec<TrafficClass>,
+        ratio: f64,
+    }
+
+    impl PerformanceModel for Flat {
+        fn predict(&self, configs: &[NetworkConfig], _crn: u64) -> Result<Vec<SliVector>, ModelError> {
+            let one = SliVector {
+                classes: self
+                    .classes
+                    .iter()
+                    .map(|c| {
+                        let y = self.ratio * c.slo.max_slowdown;
+                        ClassSli {
+                            dscp: c.dscp,
+                            flows: 100,
+                            p50: y,
+                            p99: y,
+                            p999: y,
+                            mean: y,
+                        }
+                    })
+                    .collect(),
+            };
+            Ok(vec![one; configs.len()])
+        }
+    }
+
+    /// The scored start configuration under a constant residual surrogate (μ, σ).
+    fn scored_with_residual(mu: f64, sigma: f64, g_best: f64) -> (Scored, f64) {
+        let classes = vec![
+            TrafficClass::new("AF11", Dscp::AF11, 10.0),
+            TrafficClass::new("AF21", Dscp::AF21, 13.0),
+            TrafficClass::new("AF31", Dscp::AF31, 17.0),
+        ];
+        let params = ControllerParams::default();
+        let objective = Objective::new(&classes, params.lse_sharpness, params.fairness_weight).unwrap();
+        let dscps: Vec<Dscp> = classes.iter().map(|c| c.dscp).collect();
+        let space = Space::new(&KnobSpace::per_class_default(&dscps, BitsPerSec(100_000_000)), None).unwrap();
+        let base = default_initial(&classes);
+        let centre = space.point_of_config(&base).unwrap();
+        let surrogate = Surrogate::constant(mu, sigma, SurrogateStatus::Disabled);
+        let model = Flat {
+            classes: classes.clone(),
+            ratio: 0.5,
+        };
+        let ctx = AcqContext {
+            space: &space,
+            base: &base,
+            objective: &objective,
+            surrogate: &surrogate,
+            model: Some(&model),
+            crn_seed: 1,
+            centre: &centre,
+            radius: Some(0.3),
+            g_best,
+            params: &params,
+            known: &[],
+        };
+        let ev = Evaluator::new(&ctx);
+        let acq = ev.score(&[space.opt_of(&centre)]);
+        assert!(acq[0].is_finite());
+        let s = ev.cache.borrow().values().next().cloned().unwrap();
+        (s, objective.lower_bound())
+    }
+
+    #[test]
+    fn ei_does_not_reward_a_predicted_j_below_the_lower_bound() {
+        let g_best = 0.9;
+        // f ≈ 0.5 + ln(3)/c; residual means that push f + μ below ln(3)/c by 1 and by 50.
+        let (a, bound) = scored_with_residual(-1.0 - 0.5, 0.2, g_best);
+        let (b, _) = scored_with_residual(-50.0, 0.2, g_best);
+        assert!(
+            a.f + a.mu < bound && b.f + b.mu < bound,
+            "{} {} {bound}",
+            a.f + a.mu,
+            b.f + b.mu
+        );
+        // Both are reported at the bound, and EI is that of a prediction at the bound.
+        assert_eq!(a.g_hat(), bound);
+        assert_eq!(b.g_hat(), bound);
+        assert_eq!(a.ei, b.ei);
+        assert!((a.ei - expected_improvement(bound, 0.2, g_best)).abs() < 1e-15);
+        // The unclamped mean would have promised far more than J can improve by.
+        assert!(expected_improvement(b.f + b.mu, 0.2, g_best) > 40.0);
+        assert!(a.ei <= g_best - bound + 0.2);
+        // Above the bound nothing changes.
+        let (c, _) = scored_with_residual(0.1, 0.2, g_best);
+        assert_eq!(c.g_hat(), c.f + c.mu);
+        assert!((c.ei - expected_improvement(c.f + c.mu, 0.2, g_best)).abs() < 1e-15);
+    }
 }

@@ -152,7 +152,8 @@ pub struct Proposal {
     pub point: Vec<f64>,
     /// The model's SLIs at the configuration (None for model-free tuners).
     pub model_slis: Option<SliVector>,
-    /// Predicted objective ĝ = f + μ_R (None when the tuner has no surrogate).
+    /// Predicted objective ĝ = f + μ_R, raised to the objective's lower bound ln(N)/c (None
+    /// when the tuner has no surrogate).
     pub g_hat: Option<f64>,
     /// Its standard deviation σ_R.
     pub sigma: Option<f64>,
@@ -437,14 +438,47 @@ impl Controller {
         splitmix(self.params.seed ^ splitmix(self.state.workload.unwrap_or(0)))
     }
 
-    /// Proposes the next configuration. Calls `model` in batches (several configurations
-    /// per call, all with the same `crn_seed`).
-    pub fn propose(&mut self, model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
-        let Some(best) = self.state.best.best().cloned() else {
-            return Err(CoreError::NoObservation);
-        };
+    /// Gathers one initial datapoint before the control loop starts (the paper's warm-up,
+    /// §8.5: "the first 500 ms are used to gather an initial set of datapoints"). The
+    /// measurement enters the rolling best (so the trust region starts at the best warm-up
+    /// configuration) and, if admitted, the sample window — with f evaluated by `model` on this
+    /// interval's workload, exactly as a control iteration's sample would be — but it does not
+    /// count towards regime shifts or trust-region growth, since the caller, not the
+    /// controller, chose the configuration. Returns the admission decision (empty when the model
+    /// could not score the configuration). Pick the configurations with [`crate::warmup::design`].
+    pub fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<Vec<Admission>, CoreError> {
+        let ratios = self.objective.ratios(&obs.slis)?;
+        let g_raw = self.objective.of_ratios(&ratios);
+        let x = self.space.point_of_config(&obs.config)?;
+        let st = &mut self.state;
+        st.workload = obs.workload;
+        let d = st.denoiser.push(g_raw, &x, &self.space);
+        st.best.push(Measured {
+            iteration: st.iteration,
+            g: d.value,
+            x: x.clone(),
+        });
+        st.pending.push(Pending {
+            iteration: st.iteration,
+            x,
+            config: obs.config.clone(),
+            g: d.value,
+        });
+        st.iteration += 1;
         let model = if self.variant.model { Some(model) } else { None };
         let crn = self.crn_seed();
+        let (admissions, _, _) = self.admit_pending(model, crn)?;
+        Ok(admissions)
+    }
+
+    /// Scores the observations since the last proposal with the model (one batch, on the
+    /// current workload) and applies the admission rule to each. Returns the admissions, the
+    /// configurations evaluated and the model calls.
+    fn admit_pending(
+        &mut self,
+        model: Option<&dyn PerformanceModel>,
+        crn: u64,
+    ) -> Result<(Vec<Admission>, usize, usize), CoreError> {
         let mut evaluations = 0;
         let mut calls = 0;
         // 1. The model's view of the new observations, in one batch.
@@ -510,6 +544,20 @@ impl Controller {
                 self.params.duplicate_radius,
             ));
         }
+        Ok((admissions, evaluations, calls))
+    }
+
+    /// Proposes the next configuration. Calls `model` in batches (several configurations
+    /// per call, all with the same `crn_seed`).
+    pub fn propose(&mut self, model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
+        let Some(best) = self.state.best.best().cloned() else {
+            return Err(CoreError::NoObservation);
+        };
+        let model = if self.variant.model { Some(model) } else { None };
+        let crn = self.crn_seed();
+        // 1–2. The model's view of the new observations, and admission.
+        let (admissions, mut evaluations, mut calls) = self.admit_pending(model, crn)?;
+        let gs = self.gp_settings();
         // 3. The residual surrogate.
         let surrogate = if self.variant.correction {
             let (x, y) = self.training();

@@ -33,6 +33,7 @@ pub mod params;
 pub mod samples;
 pub mod space;
 pub mod tuner;
+pub mod warmup;
 
 pub use bluefin::{Bluefin, BluefinParams};
 pub use controller::{default_initial, Controller, Observation, ObserveReport, Proposal, Reason, ReasonKind, Variant};

@@ -6,6 +6,15 @@
 //! `(1/c)·ln Σ exp(c·r_i)` when every ω_i = 1; `r̄ = (1/N) Σ ω_i r_i`;
 //! `fairness = (1/N) Σ ω_i |r_i − r̄|`; `J = LSE + λ·fairness`. Lower is better; every SLO is
 //! met iff max r_i ≤ 1. Pure; no I/O.
+//!
+//! **Lower bound.** J ≥ ln(N)/c whenever every r_i ≥ 0 (always: slowdowns and SLOs are
+//! positive). The weights ω_i/N are non-negative and sum to 1, so Jensen's inequality for the
+//! concave ln gives `ln((1/N) Σ ω_i exp(c·r_i)) ≥ (c/N) Σ ω_i r_i = c·r̄`, hence
+//! `LSE ≥ r̄ + ln(N)/c ≥ ln(N)/c`, and the fairness term is ≥ 0. The bound is attained in the
+//! limit r → 0, so no larger constant holds for every configuration. (A slowdown is ≥ 1 in
+//! theory, which would raise it to `(1/N) Σ ω_i/v_i + ln(N)/c`, but measured slowdowns can fall
+//! below 1 when the ideal FCT uses a reference RTT, so the core does not assume it.)
+//! [`Objective::lower_bound`] returns it; the controller clamps its surrogate ĝ there.
 
 use crate::CoreError;
 use polyphony_spec::{Dscp, SliVector, TrafficClass};
@@ -115,6 +124,17 @@ impl Objective {
             .collect()
     }
 
+    /// The smallest value J can take for non-negative ratios: `ln(N)/c` (module docs derive
+    /// it). A prediction below it is impossible.
+    pub fn lower_bound(&self) -> f64 {
+        (self.targets.len() as f64).ln() / self.sharpness
+    }
+
+    /// `g` raised to [`Objective::lower_bound`]: a predicted J that J can actually take.
+    pub fn clamp_prediction(&self, g: f64) -> f64 {
+        g.max(self.lower_bound())
+    }
+
     /// J of the given ratios.
     pub fn of_ratios(&self, r: &[f64]) -> f64 {
         let w: Vec<f64> = self.targets.iter().map(|t| t.weight).collect();
@@ -211,6 +231,24 @@ mod tests {
             let v = lse(&r, c);
             prop_assert!(m <= v + 1e-12);
             prop_assert!(v <= m + (r.len() as f64).ln() / c + 1e-12);
+        }
+
+        #[test]
+        fn no_non_negative_ratios_give_j_below_the_lower_bound(
+            r in prop::collection::vec(0.0f64..5.0, 3),
+            w in prop::collection::vec(0.1f64..4.0, 3),
+            c in 0.5f64..50.0,
+            lambda in 0.0f64..2.0,
+        ) {
+            let mut cl = classes();
+            for (k, wk) in cl.iter_mut().zip(&w) {
+                k.weight = *wk;
+            }
+            let o = Objective::new(&cl, c, lambda).unwrap();
+            let j = o.of_ratios(&r);
+            prop_assert!(j >= o.lower_bound() - 1e-12, "J {} < bound {}", j, o.lower_bound());
+            // Attained in the limit of zero ratios.
+            prop_assert!((o.of_ratios(&[0.0; 3]) - o.lower_bound()).abs() < 1e-12);
         }
 
         #[test]

@@ -17,6 +17,13 @@ pub trait Tuner {
     fn observe(&mut self, obs: &Observation) -> Result<ObserveReport, CoreError>;
     /// The next configuration to apply.
     fn propose(&mut self, model: &dyn PerformanceModel) -> Result<Proposal, CoreError>;
+    /// A measurement taken before the control loop, at a configuration the caller chose (see
+    /// [`crate::warmup`]). The default ignores it: a tuner that learns only from its own moves
+    /// (Bluefin's perturbation pairs) or does not learn (fixed) has no use for it.
+    fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<(), CoreError> {
+        let _ = (obs, model);
+        Ok(())
+    }
 }
 
 impl Tuner for Controller {
@@ -28,6 +35,9 @@ impl Tuner for Controller {
     }
     fn propose(&mut self, model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
         Controller::propose(self, model)
+    }
+    fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<(), CoreError> {
+        Controller::warm_up(self, obs, model).map(|_| ())
     }
 }
 

@@ -269,3 +269,76 @@ fn baselines_share_the_tuner_interface() {
     }
     assert_eq!(tuners[0].propose(&polyphony_core::NoModel).expect("fixed").config, init);
 }
+
+#[test]
+fn warm_up_samples_are_admitted_and_the_loop_starts_at_the_best_of_them() {
+    let sc = scenario();
+    let truth = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.1,
+    };
+    let model = FormulaModel {
+        scenario: sc.clone(),
+        scale: 0.9,
+    };
+    let params = small_params();
+    let mut c = Controller::from_scenario(&sc, params.clone(), Variant::FULL).expect("controller");
+    let start = c.space().point_of_config(c.initial()).expect("point");
+    let design = polyphony_core::warmup::design(c.space(), &start, params.trust_radius_init, 6, 3);
+    let mut best: Option<(f64, Vec<f64>)> = None;
+    for (w, x) in design.iter().enumerate() {
+        let cfg = c.space().config_of(x, c.initial()).expect("config");
+        let slis = truth.slis(&cfg);
+        let g = c.objective().value(&slis).expect("J");
+        if best.as_ref().is_none_or(|b| g < b.0) {
+            best = Some((g, x.clone()));
+        }
+        let adm = c
+            .warm_up(
+                &Observation {
+                    config: cfg,
+                    slis,
+                    workload: Some(w as u64),
+                },
+                &model,
+            )
+            .expect("warm up");
+        assert_eq!(adm.len(), 1, "one decision per warm-up measurement");
+    }
+    // Spread design points are novel: all admitted before the first proposal.
+    assert_eq!(c.samples(), design.len());
+    let (_, best_x) = best.expect("measured");
+    let cfg = c
+        .space()
+        .config_of(&design[design.len() - 1], c.initial())
+        .expect("config");
+    c.observe(&Observation {
+        config: cfg.clone(),
+        slis: truth.slis(&cfg),
+        workload: Some(99),
+    })
+    .expect("observe");
+    let p = c.propose(&model).expect("propose");
+    // The trust region is centred on the best warm-up point, not on the start.
+    let r = p.trust_radius.expect("trust region");
+    assert!(c.space().distance(&p.point, &best_x) <= r + 1e-6);
+    assert!(p
+        .g_best
+        .is_some_and(|g| g <= c.objective().value(&truth.slis(&cfg)).expect("J")));
+    // The baselines accept warm-up measurements through the trait without changing course.
+    let mut fixed = FixedConfig::new(&sc.classes, default_initial(&sc.classes), 10.0, 0.5).expect("fixed");
+    Tuner::warm_up(
+        &mut fixed,
+        &Observation {
+            config: cfg.clone(),
+            slis: truth.slis(&cfg),
+            workload: None,
+        },
+        &model,
+    )
+    .expect("fixed warm up");
+    assert_eq!(
+        Tuner::propose(&mut fixed, &model).expect("fixed").config,
+        default_initial(&sc.classes)
+    );
+}
