@@ -1,13 +1,15 @@
-//! One closed-loop run of one tuner on one ground: measure the configuration in force for an
-//! interval, observe, propose (with flowsim replaying the interval's flows as the model), apply;
-//! repeat. Records what each iteration measured and decided. No I/O besides the ground's.
+//! One closed-loop run of one tuner on one ground: optional warm-up windows at design points
+//! around the start (the paper's §8.5 warm-up), then per control interval: measure the
+//! configuration in force, observe, propose (with flowsim replaying the interval's flows as the
+//! model), apply; repeat. Records what each window measured and decided. No I/O besides the
+//! ground's.
 
-use crate::ground::Ground;
+use crate::ground::{Ground, Interval};
 use crate::tuners::make_tuner;
 use crate::EvalError;
 use polyphony::model_adapter::WindowModel;
 use polyphony::network::ModelContext;
-use polyphony_core::{ControllerParams, Objective, Observation};
+use polyphony_core::{ControllerParams, Objective, Observation, Space};
 use polyphony_model::NetworkModel;
 use polyphony_spec::{KnobSpace, NetworkConfig, Scenario};
 use std::sync::Arc;
@@ -24,8 +26,14 @@ pub struct LoopSetup {
     pub start: NetworkConfig,
     /// Controller hyperparameters; the seed is replaced by each run's seed.
     pub params: ControllerParams,
-    /// Measured intervals per run.
+    /// Measured control intervals per run.
     pub iterations: usize,
+    /// Warm-up windows before the control loop (paper §8.5: the first 500 ms gather initial
+    /// datapoints): window w measures design point w of [`polyphony_core::warmup::design`]
+    /// around the start (the fixed tuner keeps its configuration), the tuner gets it through
+    /// [`Tuner::warm_up`], and after the last one it proposes the configuration of control
+    /// iteration 0. Not counted in any metric.
+    pub warmup: usize,
     /// The controller's model (flowsim) and what it needs besides the workload.
     pub model: Arc<dyn NetworkModel>,
     /// Topology and classes for model inputs.
@@ -60,8 +68,10 @@ pub struct RunTrace {
     pub tuner: String,
     /// Seed (traffic and controller).
     pub seed: u64,
-    /// Per interval.
+    /// Per control interval (what every metric is computed on).
     pub records: Vec<IterationRecord>,
+    /// Per warm-up window, before `records` (iteration = warm-up index).
+    pub warmup: Vec<IterationRecord>,
 }
 
 impl RunTrace {
@@ -83,7 +93,55 @@ impl RunTrace {
     }
 }
 
-/// Runs `tuner` for `setup.iterations` intervals on `ground`; `tick` is called after each.
+/// Measures interval `index` under `config` and records it (objective NaN unless every class
+/// finished a flow).
+fn measure(
+    ground: &mut dyn Ground,
+    classes: &[polyphony_spec::TrafficClass],
+    objective: &Objective,
+    iteration: usize,
+    index: u64,
+    config: &NetworkConfig,
+) -> Result<(Interval, IterationRecord), EvalError> {
+    let m = ground.measure(index, config)?;
+    let p99: Vec<f64> = classes
+        .iter()
+        .map(|c| m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99))
+        .collect();
+    let ratios: Vec<f64> = classes.iter().zip(&p99).map(|(c, p)| p / c.slo.max_slowdown).collect();
+    let mut rec = IterationRecord {
+        iteration,
+        config: config.clone(),
+        objective: f64::NAN,
+        p99,
+        ratios,
+        decide_s: 0.0,
+        model_evaluations: 0,
+        reason: String::new(),
+    };
+    if rec.p99.iter().all(|p| p.is_finite() && *p > 0.0) {
+        rec.objective = objective.of_ratios(&rec.ratios);
+    }
+    Ok((m, rec))
+}
+
+/// The warm-up configurations of a run: design points around the start (see
+/// [`polyphony_core::warmup`]), or the start itself `setup.warmup` times for the fixed tuner.
+pub fn warmup_configs(tuner: &str, seed: u64, setup: &LoopSetup) -> Result<Vec<NetworkConfig>, EvalError> {
+    if tuner == "fixed" {
+        return Ok(vec![setup.start.clone(); setup.warmup]);
+    }
+    let usage = |e: polyphony_core::CoreError| EvalError::Usage(e.to_string());
+    let space = Space::new(&setup.knobs, setup.params.aitchison_alpha).map_err(usage)?;
+    let x0 = space.point_of_config(&setup.start).map_err(usage)?;
+    polyphony_core::warmup::design(&space, &x0, setup.params.trust_radius_init, setup.warmup, seed)
+        .iter()
+        .map(|x| space.config_of(x, &setup.start).map_err(usage))
+        .collect()
+}
+
+/// Runs `tuner` for `setup.warmup` warm-up windows and then `setup.iterations` control
+/// intervals on `ground`; `tick` is called after each.
 pub fn run_tuner(
     tuner: &str,
     seed: u64,
@@ -107,41 +165,60 @@ pub fn run_tuner(
         .map_err(|e| EvalError::Usage(e.to_string()))?;
     let objective = Objective::new(classes, params.lse_sharpness, params.fairness_weight)
         .map_err(|e| EvalError::Usage(e.to_string()))?;
+    let model_of = |m: &Interval| {
+        WindowModel::new(
+            setup.model.clone(),
+            setup.context.clone(),
+            m.workload.clone(),
+            pool.clone(),
+        )
+    };
     let mut config = setup.start.clone();
+    let mut warmup = Vec::with_capacity(setup.warmup);
+    let mut last: Option<Interval> = None;
+    for (w, cfg) in warmup_configs(tuner, seed, setup)?.into_iter().enumerate() {
+        let (m, mut rec) = measure(ground, classes, &objective, w, w as u64, &cfg)?;
+        if rec.objective.is_finite() {
+            let t0 = Instant::now();
+            t.warm_up(
+                &Observation {
+                    config: cfg.clone(),
+                    slis: m.sli.clone(),
+                    workload: Some(w as u64),
+                },
+                &model_of(&m),
+            )
+            .map_err(|e| fail(w, format!("warm-up: {e}")))?;
+            rec.decide_s = t0.elapsed().as_secs_f64();
+            rec.reason = format!("warm-up {}/{}", w + 1, setup.warmup);
+            last = Some(m);
+        } else {
+            rec.reason = "warm-up: a class finished no flow in this window: not shown to the tuner".into();
+        }
+        warmup.push(rec);
+        tick();
+    }
+    if let Some(m) = &last {
+        // The first control configuration, chosen on the warm-up datapoints.
+        let p = t
+            .propose(&model_of(m))
+            .map_err(|e| fail(0, format!("propose after warm-up: {e}")))?;
+        config = p.config;
+    }
     let mut records = Vec::with_capacity(setup.iterations);
     for it in 0..setup.iterations {
-        let m = ground.measure(it as u64, &config)?;
-        let p99: Vec<f64> = classes
-            .iter()
-            .map(|c| m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99))
-            .collect();
-        let ratios: Vec<f64> = classes.iter().zip(&p99).map(|(c, p)| p / c.slo.max_slowdown).collect();
-        let mut rec = IterationRecord {
-            iteration: it,
-            config: config.clone(),
-            objective: f64::NAN,
-            p99,
-            ratios,
-            decide_s: 0.0,
-            model_evaluations: 0,
-            reason: String::new(),
-        };
-        if rec.p99.iter().all(|p| p.is_finite() && *p > 0.0) {
-            rec.objective = objective.of_ratios(&rec.ratios);
+        let (m, mut rec) = measure(ground, classes, &objective, it, (setup.warmup + it) as u64, &config)?;
+        if rec.objective.is_finite() {
             let t0 = Instant::now();
             t.observe(&Observation {
                 config: config.clone(),
                 slis: m.sli.clone(),
-                workload: Some(it as u64),
+                workload: Some((setup.warmup + it) as u64),
             })
             .map_err(|e| fail(it, format!("observe: {e}")))?;
-            let model = WindowModel::new(
-                setup.model.clone(),
-                setup.context.clone(),
-                m.workload.clone(),
-                pool.clone(),
-            );
-            let p = t.propose(&model).map_err(|e| fail(it, format!("propose: {e}")))?;
+            let p = t
+                .propose(&model_of(&m))
+                .map_err(|e| fail(it, format!("propose: {e}")))?;
             rec.decide_s = t0.elapsed().as_secs_f64();
             rec.model_evaluations = p.model_evaluations;
             rec.reason = p.reason.text.clone();
@@ -158,5 +235,6 @@ pub fn run_tuner(
         tuner: tuner.to_string(),
         seed,
         records,
+        warmup,
     })
 }

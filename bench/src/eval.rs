@@ -33,8 +33,10 @@ pub struct EvalOptions {
     pub ground: GroundKind,
     /// Seeds 0..seeds.
     pub seeds: u64,
-    /// Measured intervals per run.
+    /// Measured control intervals per run.
     pub iterations: usize,
+    /// Warm-up windows before the control intervals (see [`LoopSetup::warmup`]).
+    pub warmup: usize,
     /// Tuners, in table order.
     pub tuners: Vec<String>,
     /// Controller hyperparameters (seed replaced per run).
@@ -88,6 +90,7 @@ fn setup(p: &Planned, o: &EvalOptions) -> Result<(LoopSetup, ScenarioTraffic), E
         start: p.start.clone(),
         params: o.params.clone(),
         iterations: o.iterations,
+        warmup: o.warmup,
         model: network_model(ModelKind::Flowsim),
         context: traffic.context.clone(),
     };
@@ -198,7 +201,7 @@ pub fn write_outputs(
     plots_for: &dyn Fn(usize) -> bool,
 ) -> Result<(), EvalError> {
     let mut md = format!(
-        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) × {} interval(s) per run; tuners: {}. Cells: median over seeds (min–max). \
+        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) × {} control interval(s) per run{}; tuners: {}. Cells: median over seeds (min–max). \
 Convergence iteration = first of {} consecutive intervals in which every measured SLO held (0-based); minutes = that iteration × the interval. \
 Regret = Σ_t (J_t − J_ref) over measured intervals, J_ref = the lowest J any tuner measured on that seed. \
 Fairness = min r / max r and final J of the last measured interval.\n\n",
@@ -209,6 +212,14 @@ Fairness = min r / max r and final J of the last measured interval.\n\n",
         },
         o.seeds,
         o.iterations,
+        if o.warmup > 0 {
+            format!(
+                ", after {} warm-up window(s) that only gather datapoints (design points around the start; fixed keeps its configuration) and count in no metric; `iterations.csv` lists them with negative iterations",
+                o.warmup
+            )
+        } else {
+            String::new()
+        },
         o.tuners.join(", "),
         report::CONVERGENCE_K
     );

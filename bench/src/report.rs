@@ -215,7 +215,8 @@ pub fn markdown(summaries: &[Summary]) -> String {
     s
 }
 
-/// CSV of every iteration of every run (one header line; p99, ratio and knobs per class).
+/// CSV of every iteration of every run (one header line; p99, ratio and knobs per class); warm-up
+/// windows come first with negative iterations.
 pub fn iterations_csv(res: &ScenarioResult) -> String {
     let sc = &res.scenario;
     let names: Vec<&str> = sc.classes.iter().map(|c| c.name.as_str()).collect();
@@ -227,15 +228,22 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
     }
     s += ",objective,model_evaluations,reason,decide_s\n";
     for t in &res.traces {
-        for r in &t.records {
+        // Warm-up windows first, numbered −W … −1; control iterations from 0.
+        let w = t.warmup.len() as i64;
+        let rows = t
+            .warmup
+            .iter()
+            .map(|r| (r.iteration as i64 - w, r))
+            .chain(t.records.iter().map(|r| (r.iteration as i64, r)));
+        for (iteration, r) in rows {
             let _ = write!(
                 s,
                 "{},{},{},{},{:.3}",
                 res.label,
                 t.tuner,
                 t.seed,
-                r.iteration,
-                r.iteration as f64 * sc.interval_s / 60.0
+                iteration,
+                iteration as f64 * sc.interval_s / 60.0
             );
             for v in r.p99.iter().chain(&r.ratios) {
                 let _ = write!(s, ",{v:.4}");
@@ -331,6 +339,7 @@ mod tests {
                     reason: String::new(),
                 })
                 .collect(),
+            warmup: Vec::new(),
         }
     }
 
@@ -438,5 +447,18 @@ mod tests {
             "{}",
             lines[2]
         );
+        // Warm-up windows come first, numbered −W … −1, and change no metric.
+        let mut with = res.clone();
+        let warm = trace("a", 0, &[(3.0, 3.0, 5.0), (0.1, 0.1, 0.2)]);
+        with.traces[0].warmup = warm.records;
+        let csv = iterations_csv(&with);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 5);
+        assert!(lines[1].starts_with("x,a,0,-2,-0.400,30.0000"), "{}", lines[1]);
+        assert!(lines[2].starts_with("x,a,0,-1,-0.200,1.0000"), "{}", lines[2]);
+        assert!(lines[3].starts_with("x,a,0,0,0.000,20.0000"), "{}", lines[3]);
+        let a = summarise(&res.traces, 12.0);
+        let b = summarise(&with.traces, 12.0);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
     }
 }

@@ -1,7 +1,8 @@
 //! The studies of the paper's §8 as scenarios: convergence (Table 2: the reference scenario at
 //! three SLO tightnesses), ablation (§8.4: high tightness), adaptation (Table 3: four load
 //! phases, uniform SLO 13.5, phase lengths scaled to a number of intervals) and the scale study
-//! (§8.5, built in [`crate::scale`]). Reads the scenario TOML files it is pointed at; nothing else.
+//! (§8.5, built in [`crate::scale`]). Reads the scenario TOML files it is pointed at
+//! (`<prefix>-{low,medium,high}.toml`, `adaptation.toml`); nothing else.
 
 use crate::tuners;
 use crate::EvalError;
@@ -121,8 +122,11 @@ impl Tightness {
 /// How to build a study's scenarios.
 #[derive(Debug, Clone)]
 pub struct StudyOptions {
-    /// Where `reference-{low,medium,high}.toml` and `adaptation.toml` live.
+    /// Where `<prefix>-{low,medium,high}.toml` and `adaptation.toml` live.
     pub scenario_dir: PathBuf,
+    /// File-name prefix of the tightness scenarios: `reference` (the paper's dumbbell) or
+    /// `testbed` (SLOs calibrated on the namespace testbed).
+    pub scenario_prefix: String,
     /// Override of the dumbbell's one-way link delay (µs); `None` keeps the files' value.
     pub delay_us: Option<f64>,
     /// Tightness levels of the convergence study.
@@ -166,6 +170,15 @@ impl Planned {
 
 fn load(opts: &StudyOptions, file: &str) -> Result<Scenario, EvalError> {
     let path = opts.scenario_dir.join(file);
+    if !path.is_file() {
+        return Err(EvalError::Usage(format!(
+            "scenario file {} does not exist: --scenario-dir {} with --scenario-prefix {} reads {}-{{low,medium,high}}.toml (and adaptation.toml); point them at an existing set, e.g. configs/scenarios with reference or testbed",
+            path.display(),
+            opts.scenario_dir.display(),
+            opts.scenario_prefix,
+            opts.scenario_prefix
+        )));
+    }
     let mut s = load_scenario(&path).map_err(|e| {
         EvalError::Usage(format!(
             "{e:#} (point --scenario-dir at the directory holding {file}, e.g. configs/scenarios)"
@@ -194,12 +207,12 @@ pub fn plan(study: Study, opts: &StudyOptions) -> Result<Vec<Planned>, EvalError
             .tightness
             .iter()
             .map(|t| {
-                let s = load(opts, &format!("reference-{}.toml", t.name()))?;
+                let s = load(opts, &format!("{}-{}.toml", opts.scenario_prefix, t.name()))?;
                 Ok(Planned::new(t.name(), s, TrafficMatrix::default()))
             })
             .collect(),
         Study::Ablation => {
-            let s = load(opts, "reference-high.toml")?;
+            let s = load(opts, &format!("{}-high.toml", opts.scenario_prefix))?;
             Ok(vec![Planned::new("high", s, TrafficMatrix::default())])
         }
         Study::Adaptation => {

@@ -19,6 +19,7 @@ fn options(seeds: u64) -> EvalOptions {
         ground: GroundKind::Pktsim,
         seeds,
         iterations: 4,
+        warmup: 0,
         tuners: vec!["polyphony".into(), "no-model".into(), "bluefin".into()],
         params: ControllerParams {
             acq_random_candidates: 16,
@@ -44,6 +45,7 @@ fn same_seeds_give_the_same_runs_and_other_seeds_other_traffic() {
         Study::Convergence,
         &StudyOptions {
             scenario_dir: scenario_dir(),
+            scenario_prefix: "reference".into(),
             delay_us: Some(1500.0),
             tightness: vec![Tightness::Medium],
             phase_iterations: 1,
@@ -104,6 +106,13 @@ fn bad_command_lines_are_refused_with_what_to_do() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--scenario-dir"), "{err}");
 
+    let (code, err) = eval(&["convergence", "--scenario-prefix", "nosuch", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("nosuch-low.toml") && err.contains("--scenario-prefix"),
+        "{err}"
+    );
+
     let (code, err) = eval(&["adaptation", "--phase-iterations", "0", "--quiet"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--phase-iterations 0"), "{err}");
@@ -115,6 +124,7 @@ fn poor_start_puts_every_tuner_on_the_demo_poor_configuration() {
         Study::Ablation,
         &StudyOptions {
             scenario_dir: scenario_dir(),
+            scenario_prefix: "reference".into(),
             delay_us: Some(1500.0),
             tightness: vec![],
             phase_iterations: 1,
@@ -149,4 +159,76 @@ fn a_class_without_flows_has_no_slo_to_miss() {
     assert!(!slos_met(&[0.9, 1.2]));
     // Nothing measured is no evidence of compliance.
     assert!(!slos_met(&[]));
+}
+
+#[test]
+fn the_scenario_prefix_selects_the_testbed_files_and_a_missing_one_is_named() {
+    let opts = |prefix: &str| StudyOptions {
+        scenario_dir: scenario_dir(),
+        scenario_prefix: prefix.into(),
+        delay_us: None,
+        tightness: vec![Tightness::Low, Tightness::High],
+        phase_iterations: 1,
+        interval_s: None,
+    };
+    let read = |f: &str| polyphony::network::load_scenario(&scenario_dir().join(f)).expect("shipped scenario loads");
+    let testbed = plan(Study::Convergence, &opts("testbed")).expect("testbed plan");
+    assert_eq!(testbed.len(), 2);
+    assert_eq!(testbed[0].scenario, read("testbed-low.toml"));
+    assert_eq!(testbed[1].scenario, read("testbed-high.toml"));
+    let ablation = plan(Study::Ablation, &opts("testbed")).expect("testbed ablation");
+    assert_eq!(ablation[0].scenario, read("testbed-high.toml"));
+    let reference = plan(Study::Convergence, &opts("reference")).expect("reference plan");
+    assert_eq!(reference[1].scenario, read("reference-high.toml"));
+    assert_ne!(reference[1].scenario, testbed[1].scenario);
+    let e = plan(Study::Convergence, &opts("lab"))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("lab-low.toml") && e.contains("does not exist"), "{e}");
+}
+
+#[test]
+fn warm_up_windows_precede_the_control_loop_and_shift_it_in_time() {
+    let planned = plan(
+        Study::Ablation,
+        &StudyOptions {
+            scenario_dir: scenario_dir(),
+            scenario_prefix: "reference".into(),
+            delay_us: Some(1500.0),
+            tightness: vec![],
+            phase_iterations: 1,
+            interval_s: Some(3.0),
+        },
+    )
+    .expect("plan");
+    let mut o = options(1);
+    o.study = Study::Ablation;
+    o.tuners = vec!["polyphony".into(), "fixed".into()];
+    o.iterations = 3;
+    let plain = run_study(&planned, &o, &|| {}).expect("no warm-up");
+    o.warmup = 2;
+    o.iterations = 1;
+    let warm = run_study(&planned, &o, &|| {}).expect("warm-up");
+    let get = |r: &[polyphony_bench::report::ScenarioResult], t: &str| {
+        r[0].traces.iter().find(|x| x.tuner == t).cloned().expect("ran")
+    };
+    let (pp, pw) = (get(&plain, "polyphony"), get(&warm, "polyphony"));
+    let (fp, fw) = (get(&plain, "fixed"), get(&warm, "fixed"));
+    assert!(pp.warmup.is_empty());
+    assert_eq!((pw.warmup.len(), pw.records.len()), (2, 1));
+    // Polyphony's warm-up: the start, then a different design point; fixed keeps its start.
+    let start = &planned[0].start;
+    assert_eq!(&pw.warmup[0].config, start);
+    assert_ne!(&pw.warmup[1].config, start);
+    assert!(fw.warmup.iter().all(|r| &r.config == start));
+    assert!(pw.warmup.iter().all(|r| r.reason.starts_with("warm-up")));
+    // Control iteration 0 after two warm-up windows measures the traffic of window 2: the fixed
+    // tuner sees there exactly what it saw at iteration 2 without warm-up.
+    assert_eq!(fw.records[0].p99, fp.records[2].p99);
+    assert_eq!(fw.records[0].iteration, 0);
+    // The CSV lists the warm-up windows with negative iterations before the control ones.
+    let csv = iterations_csv(&warm[0]);
+    assert!(csv.lines().any(|l| l.starts_with("high,polyphony,0,-2,")), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("high,polyphony,0,0,")), "{csv}");
 }

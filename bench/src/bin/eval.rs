@@ -35,9 +35,18 @@ struct Args {
     /// Output directory (default docs/results/<study>).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Directory of reference-{low,medium,high}.toml and adaptation.toml.
+    /// Directory of <prefix>-{low,medium,high}.toml and adaptation.toml.
     #[arg(long, default_value = "configs/scenarios")]
     scenario_dir: PathBuf,
+    /// File-name prefix of the tightness scenarios (convergence, ablation): `reference` (the
+    /// paper's dumbbell) or `testbed` (SLOs calibrated on the namespace testbed).
+    #[arg(long, default_value = "reference")]
+    scenario_prefix: String,
+    /// Warm-up windows before the control loop: they measure design points around the start
+    /// (fixed: its configuration), feed the tuners, and count in no metric (default: scale 10,
+    /// i.e. the paper's 500 ms at 50 ms windows; other studies 0).
+    #[arg(long)]
+    warmup_windows: Option<usize>,
     /// Override the dumbbell's one-way link delay in µs (the files say 2.5).
     #[arg(long)]
     delay_us: Option<f64>,
@@ -135,11 +144,16 @@ fn run() -> Result<()> {
         Study::Scale => 10,
         _ => 30,
     });
+    let warmup = a.warmup_windows.unwrap_or(match a.study {
+        Study::Scale => 10,
+        _ => 0,
+    });
     let opts = EvalOptions {
         study: a.study,
         ground: a.ground,
         seeds: a.seeds,
         iterations,
+        warmup,
         tuners: if a.tuners.is_empty() {
             a.study.default_tuners()
         } else {
@@ -179,6 +193,7 @@ fn run() -> Result<()> {
             s,
             &StudyOptions {
                 scenario_dir: a.scenario_dir.clone(),
+                scenario_prefix: a.scenario_prefix.clone(),
                 delay_us: a.delay_us,
                 tightness: a.tightness.clone(),
                 phase_iterations: a.phase_iterations,
@@ -187,7 +202,7 @@ fn run() -> Result<()> {
         )?,
     };
     start.apply(&mut planned);
-    let total = planned.len() as u64 * opts.tuners.len() as u64 * opts.seeds * opts.iterations as u64;
+    let total = planned.len() as u64 * opts.tuners.len() as u64 * opts.seeds * (opts.warmup + opts.iterations) as u64;
     bar.set_length(total);
     bar.set_message(format!("{} on {:?}", a.study.name(), a.ground));
     let results = run_study(&planned, &opts, &|| bar.inc(1))?;
