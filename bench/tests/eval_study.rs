@@ -13,6 +13,22 @@ fn scenario_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../configs/scenarios")
 }
 
+/// The ablation scenario on the 1500 µs dumbbell with 3 s intervals (quick to simulate).
+fn slow_ablation() -> Vec<polyphony_bench::studies::Planned> {
+    plan(
+        Study::Ablation,
+        &StudyOptions {
+            scenario_dir: scenario_dir(),
+            scenario_prefix: "reference".into(),
+            delay_us: Some(1500.0),
+            tightness: vec![],
+            phase_iterations: 1,
+            interval_s: Some(3.0),
+        },
+    )
+    .expect("plan")
+}
+
 fn options(seeds: u64) -> EvalOptions {
     EvalOptions {
         study: Study::Convergence,
@@ -120,18 +136,7 @@ fn bad_command_lines_are_refused_with_what_to_do() {
 
 #[test]
 fn poor_start_puts_every_tuner_on_the_demo_poor_configuration() {
-    let mut planned = plan(
-        Study::Ablation,
-        &StudyOptions {
-            scenario_dir: scenario_dir(),
-            scenario_prefix: "reference".into(),
-            delay_us: Some(1500.0),
-            tightness: vec![],
-            phase_iterations: 1,
-            interval_s: Some(3.0),
-        },
-    )
-    .expect("plan");
+    let mut planned = slow_ablation();
     assert_eq!(Study::Ablation.default_start(), Start::Poor);
     assert_eq!(Study::Adaptation.default_start(), Start::Default);
     Start::Poor.apply(&mut planned);
@@ -190,18 +195,7 @@ fn the_scenario_prefix_selects_the_testbed_files_and_a_missing_one_is_named() {
 
 #[test]
 fn warm_up_windows_precede_the_control_loop_and_shift_it_in_time() {
-    let planned = plan(
-        Study::Ablation,
-        &StudyOptions {
-            scenario_dir: scenario_dir(),
-            scenario_prefix: "reference".into(),
-            delay_us: Some(1500.0),
-            tightness: vec![],
-            phase_iterations: 1,
-            interval_s: Some(3.0),
-        },
-    )
-    .expect("plan");
+    let planned = slow_ablation();
     let mut o = options(1);
     o.study = Study::Ablation;
     o.tuners = vec!["polyphony".into(), "fixed".into()];

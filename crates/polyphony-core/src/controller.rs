@@ -204,6 +204,23 @@ struct State {
     last_proposal: Option<Vec<f64>>,
 }
 
+impl State {
+    /// A measured (denoised) g at `x`: into the rolling best, and pending admission.
+    fn record(&mut self, x: Vec<f64>, config: &NetworkConfig, g: f64) {
+        self.best.push(Measured {
+            iteration: self.iteration,
+            g,
+            x: x.clone(),
+        });
+        self.pending.push(Pending {
+            iteration: self.iteration,
+            x,
+            config: config.clone(),
+            g,
+        });
+    }
+}
+
 /// The Polyphony controller (all variants). Serialise it to persist it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Controller {
@@ -389,17 +406,7 @@ impl Controller {
                 }
             }
         }
-        st.best.push(Measured {
-            iteration: st.iteration,
-            g: d.value,
-            x: x.clone(),
-        });
-        st.pending.push(Pending {
-            iteration: st.iteration,
-            x,
-            config: obs.config.clone(),
-            g: d.value,
-        });
+        st.record(x, &obs.config, d.value);
         let report = ObserveReport {
             iteration: st.iteration,
             ratios,
@@ -453,17 +460,7 @@ impl Controller {
         let st = &mut self.state;
         st.workload = obs.workload;
         let d = st.denoiser.push(g_raw, &x, &self.space);
-        st.best.push(Measured {
-            iteration: st.iteration,
-            g: d.value,
-            x: x.clone(),
-        });
-        st.pending.push(Pending {
-            iteration: st.iteration,
-            x,
-            config: obs.config.clone(),
-            g: d.value,
-        });
+        st.record(x, &obs.config, d.value);
         st.iteration += 1;
         let model = if self.variant.model { Some(model) } else { None };
         let crn = self.crn_seed();

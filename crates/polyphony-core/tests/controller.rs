@@ -273,14 +273,11 @@ fn baselines_share_the_tuner_interface() {
 #[test]
 fn warm_up_samples_are_admitted_and_the_loop_starts_at_the_best_of_them() {
     let sc = scenario();
-    let truth = FormulaModel {
+    let formula = |scale| FormulaModel {
         scenario: sc.clone(),
-        scale: 1.1,
+        scale,
     };
-    let model = FormulaModel {
-        scenario: sc.clone(),
-        scale: 0.9,
-    };
+    let (truth, model) = (formula(1.1), formula(0.9));
     let params = small_params();
     let mut c = Controller::from_scenario(&sc, params.clone(), Variant::FULL).expect("controller");
     let start = c.space().point_of_config(c.initial()).expect("point");
