@@ -65,7 +65,7 @@
 // Lane loops index several arrays in lock step by lane; that form is what vectorises.
 #![allow(clippy::needless_range_loop)]
 
-use super::curve::{max, min, Curves, Top, F};
+use super::curve::{max, min, Curves, Point, Top, F};
 use super::{FlowSimOptions, Plan};
 use crate::model::{ClassParams, ModelInput, MAX_CLASSES};
 use crate::topology::{HEADER_BYTES, MSS};
@@ -73,19 +73,28 @@ use polyphony_spec::{ClassSli, SliVector};
 
 const MTU: f64 = (MSS + HEADER_BYTES) as f64;
 
-/// One flow as an aggregate link sees it.
+/// One flow as an aggregate link sees it, with every term of its step that does not depend on
+/// the configuration already computed.
 #[derive(Debug, Clone, Copy)]
 struct AggFlow {
-    start: f64,
+    /// Time since the link's previous arrival (ns).
+    dt: F,
     /// Wire bytes.
     work: F,
     /// Base RTT of the flow's path (ns).
     rtt: F,
+    /// Segments (n_seg).
+    segs: F,
+    /// `work` / the link rate (ns).
+    work_inv_r: F,
+    /// The load the class's other flows offer on the link (bytes/ns, the look-ahead's o_c).
+    load: F,
+    /// 1 / the capacity the other classes leave on average (ns/byte).
+    inv_avail: F,
+    /// Where `work` lies on the class's curve (see `curve.rs`).
+    point: Point,
     flow: u32,
-    segs: u32,
     class: u8,
-    /// The curve segment holding `work` (see `curve.rs`).
-    seg: u8,
     /// The link has served everything that arrived before this flow. The link is
     /// work-conserving, so its total backlog does not depend on the configuration: when it is
     /// empty every class is, in every configuration, and the GPS pass can be skipped.
@@ -97,12 +106,6 @@ struct AggLink {
     /// Bytes per ns.
     r: F,
     flows: Vec<AggFlow>,
-    /// Per class: the capacity the other classes leave on average (bytes per ns).
-    avail: [F; MAX_CLASSES],
-    /// Per class: its bytes on the link; with `inv_span`, the load the others offer.
-    class_bytes: [F; MAX_CLASSES],
-    /// 1 / the look-ahead's time base (ns).
-    inv_span: F,
     /// Per class: the top of its truncated-sum curve (from its largest flow).
     top: [Top; MAX_CLASSES],
 }
@@ -141,48 +144,18 @@ impl AggPlan {
                 let r = rate.0 as f64 / 8e9;
                 let mut max_size = [0.0f64; MAX_CLASSES];
                 let mut offered = [0.0f64; MAX_CLASSES];
-                let flows = lf
-                    .iter()
-                    .map(|f| {
-                        let c = f.class as usize;
-                        offered[c] += f.work;
-                        max_size[c] = max_size[c].max(f.work);
-                        AggFlow {
-                            start: f.start,
-                            work: f.work as F,
-                            rtt: p.rtts[f.flow as usize] as F,
-                            flow: f.flow,
-                            segs: f.size.div_ceil(MSS).clamp(1, u32::MAX as u64) as u32,
-                            class: f.class,
-                            seg: 0,
-                            idle: false,
-                        }
-                    })
-                    .collect::<Vec<_>>();
+                for f in lf {
+                    let c = f.class as usize;
+                    offered[c] += f.work;
+                    max_size[c] = max_size[c].max(f.work);
+                }
                 let top = max_size.map(Top::new);
-                // The total backlog just before each arrival (Lindley's recursion, bytes); a
-                // byte of rounding counts as empty.
-                let (mut backlog, mut last) = (0.0f64, lf.first().map_or(0.0, |f| f.start));
-                let flows = flows
-                    .into_iter()
-                    .zip(lf)
-                    .map(|(f, l)| {
-                        backlog = (backlog - (l.start - last) * r).max(0.0);
-                        last = l.start;
-                        let idle = backlog < 1.0;
-                        backlog += l.work;
-                        AggFlow {
-                            seg: top[f.class as usize].segment(f.work as f64),
-                            idle,
-                            ..f
-                        }
-                    })
-                    .collect();
                 let span = match (lf.first(), lf.last()) {
                     (Some(a), Some(b)) => (b.start - a.start).max(1.0),
                     _ => 1.0,
                 };
                 let total: f64 = offered.iter().sum();
+                // Per class: the capacity the other classes leave on average (bytes per ns).
                 let mut avail = [r as F; MAX_CLASSES];
                 for (a, o) in avail.iter_mut().zip(&offered) {
                     *a = (r - (total - o) / span).max(r * 0.01) as F;
@@ -191,14 +164,36 @@ impl AggPlan {
                 // link needs for all of them (a burst cannot offer more than the line rate).
                 let inv_span = (1.0 / span.max(total / r)) as F;
                 let class_bytes = offered.map(|o| o as F);
-                AggLink {
-                    class_bytes,
-                    inv_span,
-                    r: r as F,
-                    flows,
-                    avail,
-                    top,
-                }
+                let inv_r = 1.0 / r as F;
+                // The total backlog just before each arrival (Lindley's recursion, bytes); a
+                // byte of rounding counts as empty.
+                let (mut backlog, mut last) = (0.0f64, lf.first().map_or(0.0, |f| f.start));
+                let flows = lf
+                    .iter()
+                    .map(|f| {
+                        let c = f.class as usize;
+                        backlog = (backlog - (f.start - last) * r).max(0.0);
+                        let dt = (f.start - last) as F;
+                        last = f.start;
+                        let idle = backlog < 1.0;
+                        backlog += f.work;
+                        let work = f.work as F;
+                        AggFlow {
+                            dt,
+                            work,
+                            rtt: p.rtts[f.flow as usize] as F,
+                            segs: f.size.div_ceil(MSS).clamp(1, u32::MAX as u64) as u32 as F,
+                            work_inv_r: work * inv_r,
+                            load: max(class_bytes[c] - work, 0.0) * inv_span,
+                            inv_avail: 1.0 / avail[c],
+                            point: top[c].locate(work),
+                            flow: f.flow,
+                            class: f.class,
+                            idle,
+                        }
+                    })
+                    .collect();
+                AggLink { r: r as F, flows, top }
             })
             .collect();
         AggPlan {
@@ -367,83 +362,126 @@ fn drain<const L: usize, const NC: usize>(b: &mut [[F; L]; MAX_CLASSES], kn: &Kn
     }
 }
 
-/// Adds each flow's delay on `link` beyond an idle link to `extra` (per lane).
+/// One link's state in one chunk of `W` lanes: every class's GPS backlog and curve.
+#[derive(Clone, Copy)]
+struct LinkState<const W: usize> {
+    b: [[F; W]; MAX_CLASSES],
+    cv: [Curves<W>; MAX_CLASSES],
+}
+
+impl<const W: usize> LinkState<W> {
+    const EMPTY: LinkState<W> = LinkState {
+        b: [[0.0; W]; MAX_CLASSES],
+        cv: [Curves::EMPTY; MAX_CLASSES],
+    };
+}
+
+/// Adds each flow's delay on `link` beyond an idle link to `extra` (per lane), the lanes in
+/// `CH` chunks of `W` (a chunk's state fits the vector registers better than all lanes'
+/// would, and the chunks' independent chains of arithmetic overlap).
 #[inline(always)]
-fn run_link<const L: usize, const NC: usize>(link: &AggLink, kn: &Knobs<L>, extra: &mut [[F; L]]) {
-    let r = link.r;
-    let inv_r = 1.0 / r;
-    let mut b = [[0.0; L]; MAX_CLASSES];
-    let mut cv = [Curves::<L>::EMPTY; MAX_CLASSES];
-    let mut t = link.flows.first().map_or(0.0, |f| f.start);
+fn run_link<const L: usize, const W: usize, const CH: usize, const NC: usize>(
+    link: &AggLink,
+    kn: &[Knobs<W>; CH],
+    extra: &mut [[F; L]],
+) {
+    const { assert!(W * CH == L) };
+    let mut st = [LinkState::<W>::EMPTY; CH];
     for f in &link.flows {
+        let ex = extra[f.flow as usize].as_chunks_mut::<W>().0;
+        // The class as a constant, so that everything indexed by it is found at compile time.
+        match f.class {
+            0 => arrive::<W, CH, NC, 0>(link, f, &mut st, kn, ex),
+            1 => arrive::<W, CH, NC, 1>(link, f, &mut st, kn, ex),
+            2 => arrive::<W, CH, NC, 2>(link, f, &mut st, kn, ex),
+            3 => arrive::<W, CH, NC, 3>(link, f, &mut st, kn, ex),
+            4 => arrive::<W, CH, NC, 4>(link, f, &mut st, kn, ex),
+            5 => arrive::<W, CH, NC, 5>(link, f, &mut st, kn, ex),
+            6 => arrive::<W, CH, NC, 6>(link, f, &mut st, kn, ex),
+            _ => arrive::<W, CH, NC, 7>(link, f, &mut st, kn, ex),
+        }
+    }
+}
+
+/// Flow `f` of class `C` arrives on `link`: drain the backlogs since the previous arrival,
+/// shift the class's curve, add the flow's delay to `ex`, add the flow to the class.
+#[inline(always)]
+fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
+    link: &AggLink,
+    f: &AggFlow,
+    st: &mut [LinkState<W>; CH],
+    kn: &[Knobs<W>; CH],
+    ex: &mut [[F; W]],
+) {
+    if C >= NC {
+        // No such class (the match above has an arm for every class index).
+        return;
+    }
+    let r = link.r;
+    let top = &link.top[C];
+    let s = f.work;
+    for ((st, kn), ex) in st.iter_mut().zip(kn).zip(ex.iter_mut()) {
+        let b = &mut st.b;
         if f.idle {
-            b = [[0.0; L]; MAX_CLASSES];
+            *b = [[0.0; W]; MAX_CLASSES];
+        } else if NC <= FILL_CLASSES {
+            drain_fill::<W, NC>(b, kn, r, f.dt);
         } else {
-            let dt = (f.start - t) as F;
-            if NC <= FILL_CLASSES {
-                drain_fill::<L, NC>(&mut b, kn, r, dt);
-            } else {
-                drain::<L, NC>(&mut b, kn, r, dt);
-            }
+            drain::<W, NC>(b, kn, r, f.dt);
         }
-        t = f.start;
-        let c = f.class as usize;
-        let top = &link.top[c];
-        if b[c].iter().all(|&x| x <= 0.0) {
+        let cv = &mut st.cv[C];
+        if b[C].iter().all(|&x| x <= 0.0) {
             // Idle in every lane: no flow left in the class.
-            cv[c] = Curves::EMPTY;
+            *cv = Curves::EMPTY;
         } else {
-            cv[c].serve(&b[c], top);
+            cv.serve(&b[C], top);
         }
-        let ts = cv[c].at(f.work, f.seg as usize, top);
-        let s = f.work;
-        let segs = f.segs as F;
-        let inv_avail = 1.0 / link.avail[c];
-        // The load of the class's other flows (bytes/ns).
-        let load = max(link.class_bytes[c] - f.work, 0.0) * link.inv_span;
-        let ex = &mut extra[f.flow as usize];
+        let ts = cv.at(&f.point);
         // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
-        let mut wa = kn.w[c];
-        for j in (0..NC).filter(|&j| j != c) {
-            for l in 0..L {
-                wa[l] += kn.w[j][l] * (b[j][l] > 0.0) as u8 as F;
+        let mut wa = kn.w[C];
+        for j in 0..NC {
+            if j != C {
+                for l in 0..W {
+                    wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
+                }
             }
         }
-        for l in 0..L {
-            let inv_share = wa[l] * kn.inv_w[c][l] * inv_r;
+        let inv_r = 1.0 / r;
+        for l in 0..W {
+            let inv_share = wa[l] * kn.inv_w[C][l] * inv_r;
             // 1/ρ = 1/√(share · max(avail, share)), without dividing.
-            let inv_rho = (inv_share * min(inv_avail, inv_share)).sqrt();
+            let inv_rho = (inv_share * min(f.inv_avail, inv_share)).sqrt();
             // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
             // the class's offered load over its service rate (processor sharing's mean).
-            let u = min(load * inv_rho, U_MAX);
-            let ps = max(ts[l] * inv_rho + s * inv_rho / (1.0 - u) - s * inv_r, 0.0);
-            let q = min(b[c][l], max(kn.phi_k[c][l], cv[c].flows(l) * kn.burst[c][l]));
+            let u = min(f.load * inv_rho, U_MAX);
+            let ps = max(ts[l] * inv_rho + s * inv_rho / (1.0 - u) - f.work_inv_r, 0.0);
+            let q = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
             // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
             // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
             // multiple cannot round up; flows long enough for that to matter hit k_lim.
-            let m = (segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
+            let m = (f.segs * kn.inv_init[C][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
             let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
-            let k = min(bits, kn.k_lim[c][l]);
+            let k = min(bits, kn.k_lim[C][l]);
             ex[l] += ps + k * q * inv_rho + (k - 1.0) * f.rtt;
         }
-        for l in 0..L {
-            b[c][l] += s;
+        for l in 0..W {
+            b[C][l] += s;
         }
-        cv[c].add(s);
+        cv.add(s);
     }
 }
 
 /// Runs every link with the class count as a constant (so the loops over classes unroll);
 /// above 4 classes the unused ones of [`MAX_CLASSES`] never hold a backlog.
 #[inline(always)]
-fn run_links<const L: usize>(ap: &AggPlan, kn: &Knobs<L>, ex: &mut [[F; L]]) {
+fn run_links<const L: usize, const W: usize, const CH: usize>(ap: &AggPlan, kn: &[Knobs<W>; CH], ex: &mut [[F; L]]) {
     for link in &ap.links {
         match ap.classes {
-            0 | 1 => run_link::<L, 1>(link, kn, ex),
-            2 => run_link::<L, 2>(link, kn, ex),
-            3 => run_link::<L, 3>(link, kn, ex),
-            4 => run_link::<L, 4>(link, kn, ex),
-            _ => run_link::<L, MAX_CLASSES>(link, kn, ex),
+            0 | 1 => run_link::<L, W, CH, 1>(link, kn, ex),
+            2 => run_link::<L, W, CH, 2>(link, kn, ex),
+            3 => run_link::<L, W, CH, 3>(link, kn, ex),
+            4 => run_link::<L, W, CH, 4>(link, kn, ex),
+            _ => run_link::<L, W, CH, MAX_CLASSES>(link, kn, ex),
         }
     }
 }
@@ -480,8 +518,9 @@ struct Slowdowns {
     top: Vec<[u32; LANES]>,
     /// Per class and lane: p50, p99, p99.9 (`None`: no finite slowdowns), from [`select`].
     q: Vec<[Option<[f64; 3]>; LANES]>,
-    /// The selection's histograms and the values of the buckets holding the ranks.
-    hist: Vec<u32>,
+    /// The selection's histograms (one per lane) and the values of the buckets holding the
+    /// ranks.
+    hist: Vec<[u32; BUCKETS]>,
     pick: Vec<Vec<u32>>,
 }
 
@@ -547,12 +586,11 @@ fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
     out.top.clear();
     for ((v, bk), (idx, inv)) in out.bits.iter_mut().zip(&mut out.buckets).zip(&ap.measured) {
         v.clear();
-        v.resize(idx.len(), [0; LANES]);
         bk.clear();
-        bk.resize(idx.len(), [0; LANES]);
         let mut sum = [0.0f64; LANES];
         let mut top = [0u32; LANES];
-        for (((row, bk), &i), &inv) in v.iter_mut().zip(bk.iter_mut()).zip(idx).zip(inv) {
+        for (&i, &inv) in idx.iter().zip(inv) {
+            let (mut row, mut bkr) = ([0u32; LANES], [0u16; LANES]);
             let e = &ex[i as usize];
             let mut x = [0.0; L];
             for l in 0..L {
@@ -561,11 +599,17 @@ fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
             for l in 0..L {
                 sum[l] += x[l] as f64;
             }
+            // One step per loop, so that each vectorises.
+            let xb = x.map(f32::to_bits);
+            row[..L].copy_from_slice(&xb);
             for l in 0..L {
-                row[l] = x[l].to_bits();
-                top[l] = if row[l] > top[l] { row[l] } else { top[l] };
-                bk[l] = bucket(row[l]) as u16;
+                top[l] = top[l].max(xb[l]);
             }
+            for l in 0..L {
+                bkr[l] = bucket(xb[l]) as u16;
+            }
+            v.push(row);
+            bk.push(bkr);
         }
         out.sum.push(sum);
         out.top.push(top);
@@ -600,6 +644,10 @@ fn ends<const L: usize>(ap: &AggPlan, ex: &[[F; L]]) -> [f64; L] {
 
 /// Configurations evaluated together in one pass over the flows.
 pub(crate) const LANES: usize = 16;
+/// Lanes per chunk of a pass (one AVX2 vector of `f32`).
+const CHUNK: usize = 16;
+/// The knobs of a group's lanes, chunk by chunk.
+type WideKnobs = [Knobs<CHUNK>; LANES / CHUNK];
 
 /// Runs every link for a group of configurations (at most [`LANES`]); `done(i, lane)` is
 /// called for the i-th with its results.
@@ -616,7 +664,7 @@ pub(crate) fn run_group(
     };
     let AggScratch { lanes, one, sd } = scratch;
     if group.len() == 1 {
-        let kn = Knobs::<1>::new(&[last], opts);
+        let kn = [Knobs::<1>::new(&[last], opts)];
         one.clear();
         one.extend(base_extra.iter().map(|&e| [e as F]));
         run_links(ap, &kn, one);
@@ -628,7 +676,8 @@ pub(crate) fn run_group(
     }
     // Unused lanes repeat the last configuration.
     let params: [&[ClassParams]; LANES] = std::array::from_fn(|l| group.get(l).copied().unwrap_or(last));
-    let kn = Knobs::<LANES>::new(&params, opts);
+    let kn: [Knobs<CHUNK>; LANES / CHUNK] =
+        std::array::from_fn(|h| Knobs::new(&std::array::from_fn(|l| params[h * CHUNK + l]), opts));
     lanes.clear();
     lanes.extend(base_extra.iter().map(|&e| [e as F; LANES]));
     let end = run_wide(ap, &kn, lanes, sd);
@@ -648,7 +697,7 @@ pub(crate) fn run_group(
 /// The lane-wide pass and its reductions (latest completions, slowdowns), compiled for AVX2
 /// when the processor has it (same arithmetic, same results: Rust does not contract or
 /// reorder floating-point operations).
-fn run_wide(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
+fn run_wide(ap: &AggPlan, kn: &WideKnobs, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -660,7 +709,7 @@ fn run_wide(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd: &mut Slo
 }
 
 #[inline(always)]
-fn run_wide_portable(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
+fn run_wide_portable(ap: &AggPlan, kn: &WideKnobs, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
     run_links(ap, kn, ex);
     slowdowns(ap, ex, sd);
     ends(ap, ex)
@@ -668,7 +717,7 @@ fn run_wide_portable(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd:
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn run_wide_avx2(ap: &AggPlan, kn: &Knobs<LANES>, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
+fn run_wide_avx2(ap: &AggPlan, kn: &WideKnobs, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
     run_wide_portable(ap, kn, ex, sd)
 }
 
@@ -684,7 +733,8 @@ const BUCKETS: usize = 1024;
 /// buckets order like the values (larger slowdowns share the last bucket).
 #[inline(always)]
 fn bucket(bits: u32) -> usize {
-    (bits >> 18).saturating_sub(127 << 5).min(BUCKETS as u32 - 1) as usize
+    // max then subtract: the saturating subtraction in a form that vectorises.
+    ((bits >> 18).max(127 << 5) - (127 << 5)).min(BUCKETS as u32 - 1) as usize
 }
 
 /// p50, p99 and p99.9 of the slowdowns (≥ 1) of every lane l < `L`, given as `f32` bits
@@ -699,7 +749,7 @@ fn select<const L: usize>(
     v: &[[u32; LANES]],
     bk: &[[u16; LANES]],
     top: &[u32; LANES],
-    hist: &mut Vec<u32>,
+    hist: &mut Vec<[u32; BUCKETS]>,
     pick: &mut Vec<Vec<u32>>,
 ) -> [Option<[f64; 3]>; LANES] {
     let mut out = [None; LANES];
@@ -708,25 +758,28 @@ fn select<const L: usize>(
     if !valid.iter().any(|&x| x) {
         return out;
     }
+    // Buckets in use (every value's bucket is at most its lane's largest value's).
     let nb = (0..L).map(|l| bucket(top[l]) + 1).max().unwrap_or(1);
-    hist.clear();
-    hist.resize(L * nb, 0);
+    hist.resize(L, [0; BUCKETS]);
+    for h in hist.iter_mut() {
+        h[..nb].fill(0);
+    }
+    let Some(hist) = hist.first_chunk_mut::<L>() else {
+        return out;
+    };
     for row in bk {
         for l in 0..L {
-            hist[l * nb + row[l] as usize] += 1;
+            // Buckets are below BUCKETS (a power of two): the mask drops the bounds check.
+            hist[l][row[l] as usize & (BUCKETS - 1)] += 1;
         }
     }
     let ranks = [rank(n, 0.5), rank(n, 0.99), rank(n, 0.999)];
-    // Per lane: each rank's bucket bounds (bits; a never-matching range for invalid lanes)
-    // and its rank within the bucket.
-    let mut lo = [[u32::MAX; L]; 3];
-    let mut width = [[0u32; L]; 3];
+    // Per lane: each rank's bucket (u16::MAX, never a bucket, for invalid lanes) and its rank
+    // within the bucket.
+    let mut target = [[u16::MAX; L]; 3];
     let mut within = [[0usize; L]; 3];
-    let lo_of = |b: usize| if b == 0 { 0 } else { ((b as u32) + (127 << 5)) << 18 };
-    // The last bucket has no upper bound; u32::MAX is a NaN, never a slowdown.
-    let hi_of = |b: usize| if b == BUCKETS - 1 { u32::MAX } else { lo_of(b + 1) };
     for l in (0..L).filter(|&l| valid[l]) {
-        let h = &hist[l * nb..(l + 1) * nb];
+        let h = &hist[l][..nb];
         let mut at = [(0usize, 0usize); 3];
         let mut below = 0usize;
         for (k, &c) in h.iter().enumerate() {
@@ -750,8 +803,7 @@ fn select<const L: usize>(
             }
         }
         for (j, &(b, r)) in at.iter().enumerate() {
-            lo[j][l] = lo_of(b);
-            width[j][l] = hi_of(b).wrapping_sub(lo_of(b));
+            target[j][l] = b as u16;
             within[j][l] = r;
         }
     }
@@ -759,19 +811,23 @@ fn select<const L: usize>(
     for p in pick.iter_mut() {
         p.clear();
     }
-    for row in v {
-        let mut inside = [[0u32; L]; 3];
-        let mut any = 0u32;
+    // The values in those buckets (compared by bucket, sixteen lanes of u16 at a time). The
+    // targets go through memory (`black_box`): kept in scalar registers, they would be
+    // gathered into vectors again for every row.
+    let target = std::hint::black_box(target);
+    for (row, bkr) in v.iter().zip(bk) {
+        // 0 in a lane whose bucket is one of its targets (xor and minimum vectorise; a
+        // comparison's boolean would not).
+        let mut miss = [u16::MAX; L];
         for j in 0..3 {
             for l in 0..L {
-                inside[j][l] = (row[l].wrapping_sub(lo[j][l]) < width[j][l]) as u32;
-                any |= inside[j][l];
+                miss[l] = miss[l].min(bkr[l] ^ target[j][l]);
             }
         }
-        if any != 0 {
+        if miss.iter().fold(1, |a, &m| a & m.min(1)) == 0 {
             for j in 0..3 {
                 for l in 0..L {
-                    if inside[j][l] != 0 {
+                    if bkr[l] == target[j][l] {
                         pick[j * LANES + l].push(row[l]);
                     }
                 }

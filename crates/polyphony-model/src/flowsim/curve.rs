@@ -76,7 +76,7 @@ const INV_WIDTH: [F; G] = {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Top {
     /// 1 / (top − x_{G−1}).
-    inv_width: F,
+    pub inv_width: F,
 }
 
 impl Top {
@@ -93,6 +93,29 @@ impl Top {
         let s = s as F;
         GRID.iter().filter(|&&x| x < s).count() as u8
     }
+
+    /// Where a flow of `s` bytes lies on the curve, for [`Curves::at`]: its segment k, 1 / the
+    /// segment's width and s − the segment's start (configuration-independent, so computed
+    /// once per flow and link).
+    pub fn locate(&self, s: F) -> Point {
+        let k = self.segment(s as f64) as usize;
+        Point {
+            k: k as u8,
+            inv_width: if k < G { INV_WIDTH[k] } else { self.inv_width },
+            dx: s - SEG_X[k],
+        }
+    }
+}
+
+/// A flow's place on its class's curve (from [`Top::locate`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Point {
+    /// The segment (0..=G).
+    pub k: u8,
+    /// 1 / its width.
+    pub inv_width: F,
+    /// The flow's size − the segment's start.
+    pub dx: F,
 }
 
 /// The smaller of two lane values (the plain comparison, which vectorises to one instruction).
@@ -115,47 +138,25 @@ pub(crate) fn max(a: F, b: F) -> F {
     }
 }
 
-/// One class's curve in `L` configurations at once: T at the grid points and the backlog B
-/// (= T at the top), per lane.
+/// One class's curve in `L` configurations at once, per lane: `y[0]` = T(0) = 0, `y[1 + g]` =
+/// T at grid point g, `y[G + 1]` = the backlog B (T at the top). Segment k runs from `y[k]`
+/// to `y[k + 1]`, so every segment is read the same way, without a branch on k.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Curves<const L: usize> {
-    pub t: [[F; L]; G],
-    pub b: [F; L],
+    pub y: [[F; L]; G + 2],
 }
 
 impl<const L: usize> Curves<L> {
-    pub const EMPTY: Curves<L> = Curves {
-        t: [[0.0; L]; G],
-        b: [0.0; L],
-    };
+    pub const EMPTY: Curves<L> = Curves { y: [[0.0; L]; G + 2] };
 
-    /// The value at segment k's start (k = 0: 0).
+    /// T(s) in every lane, `p` = `top.locate(s)`.
     #[inline(always)]
-    fn seg_y(&self, k: usize, l: usize) -> F {
-        if k == 0 {
-            0.0
-        } else {
-            self.t[k - 1][l]
-        }
-    }
-
-    /// Segment k's slope in lane l.
-    #[inline(always)]
-    fn slope(&self, k: usize, l: usize, top: &Top) -> F {
-        if k < G {
-            (self.t[k][l] - self.seg_y(k, l)) * INV_WIDTH[k]
-        } else {
-            (self.b[l] - self.t[G - 1][l]) * top.inv_width
-        }
-    }
-
-    /// T(s) in every lane, `k` = `top.segment(s)`.
-    #[inline(always)]
-    pub fn at(&self, s: F, k: usize, top: &Top) -> [F; L] {
-        let k = k.min(G);
+    pub fn at(&self, p: &Point) -> [F; L] {
+        let k = (p.k as usize).min(G);
+        let (lo, hi) = (&self.y[k], &self.y[k + 1]);
         let mut v = [0.0; L];
-        for (l, v) in v.iter_mut().enumerate() {
-            *v = self.seg_y(k, l) + self.slope(k, l, top) * (s - SEG_X[k]);
+        for l in 0..L {
+            v[l] = lo[l] + (hi[l] - lo[l]) * p.inv_width * p.dx;
         }
         v
     }
@@ -165,18 +166,18 @@ impl<const L: usize> Curves<L> {
     /// lanes innermost, so they vectorise.)
     #[inline(always)]
     pub fn serve(&mut self, b: &[F; L], top: &Top) {
-        // Each segment's start value and slope.
-        let mut y0 = [[0.0; L]; G + 1];
+        let y = &self.y;
+        // Each segment's slope (segment k starts at y[k]).
         let mut slope = [[0.0; L]; G + 1];
         for k in 0..=G {
+            let iw = if k < G { INV_WIDTH[k] } else { top.inv_width };
             for l in 0..L {
-                y0[k][l] = self.seg_y(k, l);
-                slope[k][l] = self.slope(k, l, top);
+                slope[k][l] = (y[k + 1][l] - y[k][l]) * iw;
             }
         }
         let mut served = [0.0; L];
         for l in 0..L {
-            served[l] = max(self.b[l] - b[l], 0.0);
+            served[l] = max(y[G + 1][l] - b[l], 0.0);
         }
         // T⁻¹(served) on the segment holding it (the last whose start lies below).
         let mut sx = [0.0; L];
@@ -184,7 +185,7 @@ impl<const L: usize> Curves<L> {
         let mut sl = slope[0];
         for k in 1..=G {
             let xk = SEG_X[k];
-            let (yk, sk) = (&y0[k], &slope[k]);
+            let (yk, sk) = (&y[k], &slope[k]);
             for l in 0..L {
                 // 1 where the segment starts below `served`, else 0 (arithmetic, so it vectorises).
                 let m = (yk[l] < served[l]) as u8 as F;
@@ -204,32 +205,34 @@ impl<const L: usize> Curves<L> {
         // T(x_g + d) − served: the smallest of the segments' lines and the level B. x_g + d lies
         // beyond x_g, in segment g + 1 or later, and on a concave curve the lines of earlier
         // segments lie above it there.
+        let mut t = [[0.0; L]; G];
         for g in 0..G {
-            let mut v = self.b;
+            let mut v = y[G + 1];
             for k in g + 1..=G {
                 for l in 0..L {
-                    v[l] = min(v[l], y0[k][l] + slope[k][l] * (GRID[g] + d[l] - SEG_X[k]));
+                    v[l] = min(v[l], y[k][l] + slope[k][l] * (GRID[g] + d[l] - SEG_X[k]));
                 }
             }
             for l in 0..L {
-                self.t[g][l] = min(max(v[l] - served[l], 0.0), max(b[l], 0.0));
+                t[g][l] = min(max(v[l] - served[l], 0.0), max(b[l], 0.0));
             }
         }
+        self.y[1..=G].copy_from_slice(&t);
         for l in 0..L {
-            self.b[l] = max(b[l], 0.0);
+            self.y[G + 1][l] = max(b[l], 0.0);
         }
     }
 
     /// A flow of `s` bytes arrives in every lane.
     #[inline(always)]
     pub fn add(&mut self, s: F) {
-        for (tg, x) in self.t.iter_mut().zip(GRID) {
+        for (tg, x) in self.y[1..=G].iter_mut().zip(GRID) {
             let m = min(s, x);
             for v in tg.iter_mut() {
                 *v += m;
             }
         }
-        for v in &mut self.b {
+        for v in &mut self.y[G + 1] {
             *v += s;
         }
     }
@@ -238,7 +241,7 @@ impl<const L: usize> Curves<L> {
     /// packet left as fractions).
     #[inline(always)]
     pub fn flows(&self, l: usize) -> F {
-        self.t[0][l] * INV_WIDTH[0]
+        self.y[1][l] * INV_WIDTH[0]
     }
 }
 
@@ -263,17 +266,17 @@ mod tests {
         c.add(100_000.0);
         assert!((c.flows(0) - (1.0 + 1_000.0 / 1514.0)).abs() < 1e-6);
         let top = Top::new(100_000.0);
-        assert_eq!(c.at(GRID[G - 1], G - 1, &top), [101_000.0]);
-        assert_eq!(c.at(GRID[1], 1, &top), [1_000.0 + GRID[1]]);
+        assert_eq!(c.at(&top.locate(GRID[G - 1])), [101_000.0]);
+        assert_eq!(c.at(&top.locate(GRID[1])), [1_000.0 + GRID[1]]);
         // Both get 1 000 bytes of service: the small flow is done, the large has 99 000 left
         // (within the grid's resolution: below x_0 the curve is taken as linear).
         c.serve(&[99_000.0], &top);
         assert!((c.flows(0) - 1.0).abs() < 0.2, "{}", c.flows(0));
-        let t5 = c.at(5_000.0, 1, &top)[0];
+        let t5 = c.at(&top.locate(5_000.0))[0];
         assert!((t5 - 5_000.0).abs() < 1_500.0, "{t5}");
-        assert_eq!(c.b, [99_000.0]);
+        assert_eq!(c.y[G + 1], [99_000.0]);
         c.serve(&[0.0], &top);
-        assert_eq!((c.flows(0), c.b), (0.0, [0.0]));
+        assert_eq!((c.flows(0), c.y[G + 1]), (0.0, [0.0]));
     }
 
     #[test]
@@ -289,8 +292,8 @@ mod tests {
         two.serve(&[300_000.0, 100_000.0], &top);
         a.serve(&[300_000.0], &top);
         b.serve(&[100_000.0], &top);
-        for g in 0..G {
-            assert_eq!(two.t[g], [a.t[g][0], b.t[g][0]]);
+        for g in 0..G + 2 {
+            assert_eq!(two.y[g], [a.y[g][0], b.y[g][0]]);
         }
     }
 }
