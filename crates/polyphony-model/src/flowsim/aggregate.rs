@@ -518,9 +518,10 @@ struct Slowdowns {
     top: Vec<[u32; LANES]>,
     /// Per class and lane: p50, p99, p99.9 (`None`: no finite slowdowns), from [`select`].
     q: Vec<[Option<[f64; 3]>; LANES]>,
-    /// The selection's histograms (one per lane) and the values of the buckets holding the
-    /// ranks.
-    hist: Vec<[u32; BUCKETS]>,
+    /// The selection's histograms, bucket-major (`hist[bucket][lane]`: the lanes' counts of a
+    /// bucket share a cache line; one array per lane would put every lane's count of a bucket
+    /// in the same cache set, 4 KiB apart), and the values of the buckets holding the ranks.
+    hist: Vec<[u32; LANES]>,
     pick: Vec<Vec<u32>>,
 }
 
@@ -586,7 +587,9 @@ fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
     out.top.clear();
     for ((v, bk), (idx, inv)) in out.bits.iter_mut().zip(&mut out.buckets).zip(&ap.measured) {
         v.clear();
+        v.reserve(idx.len());
         bk.clear();
+        bk.reserve(idx.len());
         let mut sum = [0.0f64; LANES];
         let mut top = [0u32; LANES];
         for (&i, &inv) in idx.iter().zip(inv) {
@@ -749,7 +752,7 @@ fn select<const L: usize>(
     v: &[[u32; LANES]],
     bk: &[[u16; LANES]],
     top: &[u32; LANES],
-    hist: &mut Vec<[u32; BUCKETS]>,
+    hist: &mut Vec<[u32; LANES]>,
     pick: &mut Vec<Vec<u32>>,
 ) -> [Option<[f64; 3]>; LANES] {
     let mut out = [None; LANES];
@@ -760,17 +763,15 @@ fn select<const L: usize>(
     }
     // Buckets in use (every value's bucket is at most its lane's largest value's).
     let nb = (0..L).map(|l| bucket(top[l]) + 1).max().unwrap_or(1);
-    hist.resize(L, [0; BUCKETS]);
-    for h in hist.iter_mut() {
-        h[..nb].fill(0);
-    }
-    let Some(hist) = hist.first_chunk_mut::<L>() else {
+    hist.resize(BUCKETS, [0; LANES]);
+    let Some(hist) = hist.first_chunk_mut::<BUCKETS>() else {
         return out;
     };
+    hist[..nb].fill([0; LANES]);
     for row in bk {
         for l in 0..L {
             // Buckets are below BUCKETS (a power of two): the mask drops the bounds check.
-            hist[l][row[l] as usize & (BUCKETS - 1)] += 1;
+            hist[row[l] as usize & (BUCKETS - 1)][l] += 1;
         }
     }
     let ranks = [rank(n, 0.5), rank(n, 0.99), rank(n, 0.999)];
@@ -779,10 +780,10 @@ fn select<const L: usize>(
     let mut target = [[u16::MAX; L]; 3];
     let mut within = [[0usize; L]; 3];
     for l in (0..L).filter(|&l| valid[l]) {
-        let h = &hist[l][..nb];
+        let h = &hist[..nb];
         let mut at = [(0usize, 0usize); 3];
         let mut below = 0usize;
-        for (k, &c) in h.iter().enumerate() {
+        for (k, c) in h.iter().map(|r| r[l]).enumerate() {
             if ranks[0] < below + c as usize {
                 at[0] = (k, ranks[0] - below);
                 break;
@@ -791,7 +792,7 @@ fn select<const L: usize>(
         }
         let mut above = 0usize;
         let mut next = 2;
-        for (k, &c) in h.iter().enumerate().rev() {
+        for (k, c) in h.iter().map(|r| r[l]).enumerate().rev() {
             let first = n - above - c as usize;
             while next > 0 && ranks[next] >= first {
                 at[next] = (k, ranks[next] - first);

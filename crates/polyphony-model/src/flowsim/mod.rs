@@ -104,7 +104,14 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
     let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
     let flows = &input.workload.flows;
     let links = topo.links();
-    let mut per_link: Vec<Vec<LinkFlow>> = vec![Vec::new(); links.len()];
+    // Each link's flow count first (routing is cheap), so that its list is allocated once.
+    let mut count = vec![0usize; links.len()];
+    for f in flows {
+        for &l in topo.route(f.src, f.dst, f.id.0).links() {
+            count[l as usize] += 1;
+        }
+    }
+    let mut per_link: Vec<Vec<LinkFlow>> = count.into_iter().map(Vec::with_capacity).collect();
     // Per link: the single next link all its flows take (u32::MAX: none yet, u32::MAX - 1: several).
     let mut next_of = vec![u32::MAX; links.len()];
     let mut base_extra = vec![0.0f64; flows.len()];
