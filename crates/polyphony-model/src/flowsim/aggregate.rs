@@ -377,8 +377,14 @@ impl<const W: usize> LinkState<W> {
 }
 
 /// Adds each flow's delay on `link` beyond an idle link to `extra` (per lane), the lanes in
-/// `CH` chunks of `W` (a chunk's state fits the vector registers better than all lanes'
-/// would, and the chunks' independent chains of arithmetic overlap).
+/// `CH` chunks of `W`.
+///
+/// Each arrival is two steps: [`arrive`] updates the link's state (drain, curve shift, the
+/// flow joins its class) and returns what the flow's delay needs ([`Pending`]); [`delay`]
+/// turns that into the delay. The state steps form a chain from flow to flow, the delay steps
+/// do not, so the delay of the previous flow is computed after the state step of the next:
+/// in program order the independent work sits next to the chain, where the processor can
+/// overlap the two (same arithmetic, same results).
 #[inline(always)]
 fn run_link<const L: usize, const W: usize, const CH: usize, const NC: usize>(
     link: &AggLink,
@@ -387,40 +393,61 @@ fn run_link<const L: usize, const W: usize, const CH: usize, const NC: usize>(
 ) {
     const { assert!(W * CH == L) };
     let mut st = [LinkState::<W>::EMPTY; CH];
+    let mut pending: Option<(&AggFlow, [Pending<W>; CH])> = None;
     for f in &link.flows {
-        let ex = extra[f.flow as usize].as_chunks_mut::<W>().0;
         // The class as a constant, so that everything indexed by it is found at compile time.
-        match f.class {
-            0 => arrive::<W, CH, NC, 0>(link, f, &mut st, kn, ex),
-            1 => arrive::<W, CH, NC, 1>(link, f, &mut st, kn, ex),
-            2 => arrive::<W, CH, NC, 2>(link, f, &mut st, kn, ex),
-            3 => arrive::<W, CH, NC, 3>(link, f, &mut st, kn, ex),
-            4 => arrive::<W, CH, NC, 4>(link, f, &mut st, kn, ex),
-            5 => arrive::<W, CH, NC, 5>(link, f, &mut st, kn, ex),
-            6 => arrive::<W, CH, NC, 6>(link, f, &mut st, kn, ex),
-            _ => arrive::<W, CH, NC, 7>(link, f, &mut st, kn, ex),
+        let next = match f.class {
+            0 => arrive::<W, CH, NC, 0>(link, f, &mut st, kn),
+            1 => arrive::<W, CH, NC, 1>(link, f, &mut st, kn),
+            2 => arrive::<W, CH, NC, 2>(link, f, &mut st, kn),
+            3 => arrive::<W, CH, NC, 3>(link, f, &mut st, kn),
+            4 => arrive::<W, CH, NC, 4>(link, f, &mut st, kn),
+            5 => arrive::<W, CH, NC, 5>(link, f, &mut st, kn),
+            6 => arrive::<W, CH, NC, 6>(link, f, &mut st, kn),
+            _ => arrive::<W, CH, NC, 7>(link, f, &mut st, kn),
+        };
+        if let Some((pf, pd)) = pending.replace((f, next)) {
+            delay(link, pf, &pd, kn, extra[pf.flow as usize].as_chunks_mut::<W>().0);
         }
+    }
+    if let Some((pf, pd)) = pending {
+        delay(link, pf, &pd, kn, extra[pf.flow as usize].as_chunks_mut::<W>().0);
     }
 }
 
+/// What a flow's delay needs from the link's state at its arrival, per lane.
+#[derive(Clone, Copy)]
+struct Pending<const W: usize> {
+    /// T_c(s): the bytes of the class's other flows served before it.
+    ts: [F; W],
+    /// Σ w over the backlogged classes and its own.
+    wa: [F; W],
+    /// The standing queue Q_c.
+    q: [F; W],
+}
+
 /// Flow `f` of class `C` arrives on `link`: drain the backlogs since the previous arrival,
-/// shift the class's curve, add the flow's delay to `ex`, add the flow to the class.
+/// shift the class's curve, note what the flow's delay needs, add the flow to the class.
 #[inline(always)]
 fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
     link: &AggLink,
     f: &AggFlow,
     st: &mut [LinkState<W>; CH],
     kn: &[Knobs<W>; CH],
-    ex: &mut [[F; W]],
-) {
+) -> [Pending<W>; CH] {
+    let mut out = [Pending {
+        ts: [0.0; W],
+        wa: [0.0; W],
+        q: [0.0; W],
+    }; CH];
     if C >= NC {
         // No such class (the match above has an arm for every class index).
-        return;
+        return out;
     }
     let r = link.r;
     let top = &link.top[C];
     let s = f.work;
-    for ((st, kn), ex) in st.iter_mut().zip(kn).zip(ex.iter_mut()) {
+    for ((st, kn), out) in st.iter_mut().zip(kn).zip(out.iter_mut()) {
         let b = &mut st.b;
         if f.idle {
             *b = [[0.0; W]; MAX_CLASSES];
@@ -436,38 +463,56 @@ fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
         } else {
             cv.serve(&b[C], top);
         }
-        let ts = cv.at(&f.point);
+        out.ts = cv.at(&f.point);
         // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
-        let mut wa = kn.w[C];
+        out.wa = kn.w[C];
         for j in 0..NC {
             if j != C {
                 for l in 0..W {
-                    wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
+                    out.wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
                 }
             }
         }
-        let inv_r = 1.0 / r;
         for l in 0..W {
-            let inv_share = wa[l] * kn.inv_w[C][l] * inv_r;
-            // 1/ρ = 1/√(share · max(avail, share)), without dividing.
-            let inv_rho = (inv_share * min(f.inv_avail, inv_share)).sqrt();
-            // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
-            // the class's offered load over its service rate (processor sharing's mean).
-            let u = min(f.load * inv_rho, U_MAX);
-            let ps = max(ts[l] * inv_rho + s * inv_rho / (1.0 - u) - f.work_inv_r, 0.0);
-            let q = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
-            // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
-            // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
-            // multiple cannot round up; flows long enough for that to matter hit k_lim.
-            let m = (f.segs * kn.inv_init[C][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
-            let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
-            let k = min(bits, kn.k_lim[C][l]);
-            ex[l] += ps + k * q * inv_rho + (k - 1.0) * f.rtt;
+            out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
         }
         for l in 0..W {
             b[C][l] += s;
         }
         cv.add(s);
+    }
+    out
+}
+
+/// Adds flow `f`'s delay on `link` to `ex`, from what [`arrive`] noted.
+#[inline(always)]
+fn delay<const W: usize, const CH: usize>(
+    link: &AggLink,
+    f: &AggFlow,
+    pd: &[Pending<W>; CH],
+    kn: &[Knobs<W>; CH],
+    ex: &mut [[F; W]],
+) {
+    let c = f.class as usize;
+    let s = f.work;
+    let inv_r = 1.0 / link.r;
+    for ((pd, kn), ex) in pd.iter().zip(kn).zip(ex.iter_mut()) {
+        for l in 0..W {
+            let inv_share = pd.wa[l] * kn.inv_w[c][l] * inv_r;
+            // 1/ρ = 1/√(share · max(avail, share)), without dividing.
+            let inv_rho = (inv_share * min(f.inv_avail, inv_share)).sqrt();
+            // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
+            // the class's offered load over its service rate (processor sharing's mean).
+            let u = min(f.load * inv_rho, U_MAX);
+            let ps = max(pd.ts[l] * inv_rho + s * inv_rho / (1.0 - u) - f.work_inv_r, 0.0);
+            // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
+            // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
+            // multiple cannot round up; flows long enough for that to matter hit k_lim.
+            let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
+            let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
+            let k = min(bits, kn.k_lim[c][l]);
+            ex[l] += ps + k * pd.q[l] * inv_rho + (k - 1.0) * f.rtt;
+        }
     }
 }
 
