@@ -52,8 +52,8 @@
 //! pass over the flows updates every lane's state, which is stored lane-innermost
 //! (`[[f32; 16]; …]`) and updated with the same branch-free arithmetic in every lane (GPS
 //! rounds end when no lane needs another), so the compiler turns each step into vector
-//! instructions (with AVX2, chosen at run time, two independent 8-wide ones per step, which
-//! keeps both in flight; the scalar and vector paths give identical results). Lanes hold
+//! instructions (with AVX2 and FMA, chosen at run time, two independent 8-wide ones per step,
+//! which keeps both in flight; every path gives the same results, see [`pass`]). Lanes hold
 //! single-precision floats (about seven significant digits of bytes and nanoseconds, far
 //! finer than the model); a batch of one runs a single lane. The reductions run in the same
 //! vectorised function, for the whole group at once: the slowdowns of the measured flows (with
@@ -308,7 +308,7 @@ fn drain_fill<const L: usize, const NC: usize>(b: &mut [[F; L]; MAX_CLASSES], kn
     }
     for j in 0..NC {
         for l in 0..L {
-            let nb = b[j][l] - kn.w[j][l] * theta[l];
+            let nb = (-kn.w[j][l]).mul_add(theta[l], b[j][l]);
             b[j][l] = if nb < 1.0 { 0.0 } else { nb };
         }
     }
@@ -504,14 +504,14 @@ fn delay<const W: usize, const CH: usize>(
             // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
             // the class's offered load over its service rate (processor sharing's mean).
             let u = min(f.load * inv_rho, U_MAX);
-            let ps = max(pd.ts[l] * inv_rho + s * inv_rho / (1.0 - u) - f.work_inv_r, 0.0);
+            let ps = max(pd.ts[l].mul_add(inv_rho, s * inv_rho / (1.0 - u)) - f.work_inv_r, 0.0);
             // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
             // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
             // multiple cannot round up; flows long enough for that to matter hit k_lim.
             let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
             let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
             let k = min(bits, kn.k_lim[c][l]);
-            ex[l] += ps + k * pd.q[l] * inv_rho + (k - 1.0) * f.rtt;
+            ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
         }
     }
 }
@@ -692,10 +692,9 @@ fn ends<const L: usize>(ap: &AggPlan, ex: &[[F; L]]) -> [f64; L] {
 
 /// Configurations evaluated together in one pass over the flows.
 pub(crate) const LANES: usize = 16;
-/// Lanes per chunk of a pass (one AVX2 vector of `f32`).
+/// Lanes per chunk of a pass ([`run_link`]): all of them (chunks of eight, one AVX2 vector,
+/// were tried: the compiler vectorised them worse).
 const CHUNK: usize = 16;
-/// The knobs of a group's lanes, chunk by chunk.
-type WideKnobs = [Knobs<CHUNK>; LANES / CHUNK];
 
 /// Runs every link for a group of configurations (at most [`LANES`]); `done(i, lane)` is
 /// called for the i-th with its results.
@@ -715,9 +714,7 @@ pub(crate) fn run_group(
         let kn = [Knobs::<1>::new(&[last], opts)];
         one.clear();
         one.extend(base_extra.iter().map(|&e| [e as F]));
-        run_links(ap, &kn, one);
-        let end = ends(ap, one)[0];
-        slowdowns(ap, one, sd);
+        let end = pass(ap, &kn, one, sd)[0];
         let data = LaneData::One(one);
         done(0, Lane { data, lane: 0, end, sd });
         return;
@@ -728,7 +725,7 @@ pub(crate) fn run_group(
         std::array::from_fn(|h| Knobs::new(&std::array::from_fn(|l| params[h * CHUNK + l]), opts));
     lanes.clear();
     lanes.extend(base_extra.iter().map(|&e| [e as F; LANES]));
-    let end = run_wide(ap, &kn, lanes, sd);
+    let end = pass(ap, &kn, lanes, sd);
     for (i, &end) in end.iter().enumerate().take(group.len()) {
         done(
             i,
@@ -742,31 +739,48 @@ pub(crate) fn run_group(
     }
 }
 
-/// The lane-wide pass and its reductions (latest completions, slowdowns), compiled for AVX2
-/// when the processor has it (same arithmetic, same results: Rust does not contract or
-/// reorder floating-point operations).
-fn run_wide(ap: &AggPlan, kn: &WideKnobs, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
+/// The pass over the flows and its reductions (latest completions, slowdowns), compiled for
+/// AVX2 and FMA when the processor has them. Fused multiply-adds (`mul_add`) round once on
+/// every path — one instruction with FMA, the library's exact `fmaf` without it (slower,
+/// same results) — and Rust neither contracts nor reorders other floating-point operations,
+/// so every path gives the same results.
+fn pass<const L: usize, const W: usize, const CH: usize>(
+    ap: &AggPlan,
+    kn: &[Knobs<W>; CH],
+    ex: &mut [[F; L]],
+    sd: &mut Slowdowns,
+) -> [f64; L] {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the processor supports AVX2 (checked just above).
-            return unsafe { run_wide_avx2(ap, kn, ex, sd) };
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the processor supports AVX2 and FMA (checked just above).
+            return unsafe { pass_avx2_fma(ap, kn, ex, sd) };
         }
     }
-    run_wide_portable(ap, kn, ex, sd)
+    pass_portable(ap, kn, ex, sd)
 }
 
 #[inline(always)]
-fn run_wide_portable(ap: &AggPlan, kn: &WideKnobs, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
+fn pass_portable<const L: usize, const W: usize, const CH: usize>(
+    ap: &AggPlan,
+    kn: &[Knobs<W>; CH],
+    ex: &mut [[F; L]],
+    sd: &mut Slowdowns,
+) -> [f64; L] {
     run_links(ap, kn, ex);
     slowdowns(ap, ex, sd);
     ends(ap, ex)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn run_wide_avx2(ap: &AggPlan, kn: &WideKnobs, ex: &mut [[F; LANES]], sd: &mut Slowdowns) -> [f64; LANES] {
-    run_wide_portable(ap, kn, ex, sd)
+#[target_feature(enable = "avx2,fma")]
+fn pass_avx2_fma<const L: usize, const W: usize, const CH: usize>(
+    ap: &AggPlan,
+    kn: &[Knobs<W>; CH],
+    ex: &mut [[F; L]],
+    sd: &mut Slowdowns,
+) -> [f64; L] {
+    pass_portable(ap, kn, ex, sd)
 }
 
 /// The nearest-rank index of quantile `q` among `n` samples (as `polyphony_spec::percentile`).

@@ -20,7 +20,9 @@
 //! interpolant of a concave curve is the minimum of its segments' lines, so shifting needs no
 //! search: every operation is the same straight-line arithmetic (selects, no branches) for
 //! every lane, and `L` configurations (lanes) are updated together (the compiler vectorises the
-//! loops over lanes).
+//! loops over lanes). The lines are evaluated as intercept + slope · x with fused
+//! multiply-adds, and T⁻¹ finds its segment by a two-deep tree of selects (the curve is
+//! non-decreasing, so the segments starting below a level form a prefix).
 
 // Lane loops index several arrays in lock step by lane; that form is what vectorises.
 #![allow(clippy::needless_range_loop)]
@@ -138,6 +140,25 @@ pub(crate) fn max(a: F, b: F) -> F {
     }
 }
 
+/// `a` where `mask` is all ones, `b` where it is zero (bitwise, so it vectorises to a blend).
+#[inline(always)]
+fn pick(mask: u32, a: F, b: F) -> F {
+    F::from_bits((a.to_bits() & mask) | (b.to_bits() & !mask))
+}
+
+/// Per lane, `v[k]` for the last k whose mask `below[k]` is set (k = 0 when none is; the set
+/// masks form a prefix), by a tree of selects: two deep.
+#[inline(always)]
+fn last_below<const L: usize>(below: &[[u32; L]; G + 1], v: &[[F; L]; G + 1]) -> [F; L] {
+    let mut out = [0.0; L];
+    for l in 0..L {
+        let lo = pick(below[1][l], v[1][l], v[0][l]);
+        let hi = pick(below[3][l], v[3][l], v[2][l]);
+        out[l] = pick(below[4][l], v[4][l], pick(below[2][l], hi, lo));
+    }
+    out
+}
+
 /// One class's curve in `L` configurations at once, per lane: `y[0]` = T(0) = 0, `y[1 + g]` =
 /// T at grid point g, `y[G + 1]` = the backlog B (T at the top). Segment k runs from `y[k]`
 /// to `y[k + 1]`, so every segment is read the same way, without a branch on k.
@@ -156,7 +177,7 @@ impl<const L: usize> Curves<L> {
         let (lo, hi) = (&self.y[k], &self.y[k + 1]);
         let mut v = [0.0; L];
         for l in 0..L {
-            v[l] = lo[l] + (hi[l] - lo[l]) * p.inv_width * p.dx;
+            v[l] = ((hi[l] - lo[l]) * p.inv_width).mul_add(p.dx, lo[l]);
         }
         v
     }
@@ -179,21 +200,21 @@ impl<const L: usize> Curves<L> {
         for l in 0..L {
             served[l] = max(y[G + 1][l] - b[l], 0.0);
         }
-        // T⁻¹(served) on the segment holding it (the last whose start lies below).
-        let mut sx = [0.0; L];
-        let mut sy = [0.0; L];
-        let mut sl = slope[0];
+        // T⁻¹(served) on the segment holding it: the last k whose start y[k] lies below
+        // `served`. The curve is non-decreasing, so the segments starting below form a prefix,
+        // and the last of them is picked by a tree of selects on the comparisons (independent
+        // of each other: two selects deep instead of a chain of four updates).
+        const { assert!(G == 4, "the select tree below is written for four grid points") };
+        let mut below = [[0u32; L]; G + 1];
         for k in 1..=G {
-            let xk = SEG_X[k];
-            let (yk, sk) = (&y[k], &slope[k]);
             for l in 0..L {
-                // 1 where the segment starts below `served`, else 0 (arithmetic, so it vectorises).
-                let m = (yk[l] < served[l]) as u8 as F;
-                sx[l] += m * (xk - sx[l]);
-                sy[l] += m * (yk[l] - sy[l]);
-                sl[l] += m * (sk[l] - sl[l]);
+                below[k][l] = ((y[k][l] < served[l]) as u32).wrapping_neg();
             }
         }
+        let seg_x: [[F; L]; G + 1] = SEG_X.map(|x| [x; L]);
+        let sx = last_below(&below, &seg_x);
+        let sy = last_below(&below, &std::array::from_fn(|k| y[k]));
+        let sl = last_below(&below, &slope);
         let mut d = [0.0; L];
         for l in 0..L {
             d[l] = if sl[l] > 0.0 {
@@ -204,13 +225,23 @@ impl<const L: usize> Curves<L> {
         }
         // T(x_g + d) − served: the smallest of the segments' lines and the level B. x_g + d lies
         // beyond x_g, in segment g + 1 or later, and on a concave curve the lines of earlier
-        // segments lie above it there.
+        // segments lie above it there. Each line as intercept + slope · x, fused.
+        let mut c = [[0.0; L]; G + 1];
+        for k in 1..=G {
+            for l in 0..L {
+                c[k][l] = (-slope[k][l]).mul_add(SEG_X[k], y[k][l]);
+            }
+        }
         let mut t = [[0.0; L]; G];
         for g in 0..G {
             let mut v = y[G + 1];
+            let mut z = [0.0; L];
+            for l in 0..L {
+                z[l] = GRID[g] + d[l];
+            }
             for k in g + 1..=G {
                 for l in 0..L {
-                    v[l] = min(v[l], y[k][l] + slope[k][l] * (GRID[g] + d[l] - SEG_X[k]));
+                    v[l] = min(v[l], slope[k][l].mul_add(z[l], c[k][l]));
                 }
             }
             for l in 0..L {
