@@ -22,42 +22,19 @@
 
 mod common;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
-use polyphony_model::{
-    default_cdf_dir, scenario_input, FlowSim, FlowSimMode, FlowSimOptions, ModelInput, ModelOutput, NetworkModel,
-    PktSim,
-};
-use polyphony_spec::{KnobSpace, Nanos, NetworkConfig, Scenario, TopologySpec};
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
+use polyphony_model::{FlowSim, FlowSimMode, FlowSimOptions, ModelInput, ModelOutput, NetworkModel, PktSim};
+use polyphony_spec::NetworkConfig;
 use std::time::Instant;
 
 #[derive(Parser)]
 struct Args {
-    #[arg(long, default_value = "configs/scenarios/reference-medium.toml")]
-    scenario: String,
-    /// Random configurations.
-    #[arg(long, default_value_t = 30)]
-    configs: usize,
-    /// Seconds of network time per evaluation (default: the scenario's interval).
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Workload seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Seed of the random configurations.
-    #[arg(long, default_value_t = 7)]
-    config_seed: u64,
-    /// Override the dumbbell's one-way link delay (µs).
-    #[arg(long)]
-    delay_us: Option<f64>,
+    #[command(flatten)]
+    sample: common::sample::SampleArgs,
     /// Print one line per configuration.
     #[arg(long)]
     verbose: bool,
-    /// Use the built-in 32 × 8 leaf-spine scale scenario instead of `--scenario`.
-    #[arg(long)]
-    scale: bool,
     /// Evaluations of the batch per flowsim mode, spread over the pktsim runs.
     #[arg(long, default_value_t = 60)]
     repeat: usize,
@@ -118,23 +95,12 @@ fn timed(
 
 fn main() -> Result<()> {
     let a = Args::parse();
-    let mut s = if a.scale {
-        polyphony_model::scale_scenario()
-    } else {
-        let text = std::fs::read_to_string(&a.scenario).with_context(|| format!("reading {}", a.scenario))?;
-        Scenario::from_toml(&text, &a.scenario)?
-    };
-    if let (Some(d), TopologySpec::Dumbbell { link_delay_us, .. }) = (a.delay_us, &mut s.topology) {
-        *link_delay_us = d;
-    }
-    let dscps = s.dscps();
-    let space = KnobSpace::per_class_default(&dscps, s.topology.reference_rate());
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(a.config_seed);
-    let configs: Vec<NetworkConfig> = (0..a.configs)
-        .map(|_| common::random_config(&dscps, &space, &mut rng))
-        .collect();
-    let duration = a.duration.map_or(s.interval(), Nanos::from_secs_f64);
-    let input = scenario_input(&s, &default_cdf_dir(), duration, a.seed)?;
+    let common::sample::Sample {
+        scenario: s,
+        configs,
+        duration,
+        input,
+    } = a.sample.load()?;
     let flows = input.workload.flows.len();
 
     let modes = [
@@ -237,8 +203,8 @@ fn main() -> Result<()> {
         duration.as_secs_f64(),
         flows,
         configs.len(),
-        a.seed,
-        a.config_seed
+        a.sample.seed,
+        a.sample.config_seed
     );
     println!();
     println!("| quantity | flowsim per-flow | flowsim aggregate |");

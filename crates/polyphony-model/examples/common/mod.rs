@@ -1,6 +1,9 @@
 //! Helpers shared by the examples: the paper's objective J, random configurations from the
-//! default knob space, and rank statistics.
+//! default knob space, rank statistics, and the workload sample from the command line
+//! (`sample.rs`).
 #![allow(dead_code)]
+
+pub mod sample;
 
 use polyphony_spec::{
     Bytes, ClassConfig, Dscp, KnobKind, KnobSpace, NetworkConfig, Packets, Scale, SliVector, TrafficClass,
