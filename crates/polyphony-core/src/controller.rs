@@ -152,8 +152,9 @@ pub struct Proposal {
     pub point: Vec<f64>,
     /// The model's SLIs at the configuration (None for model-free tuners).
     pub model_slis: Option<SliVector>,
-    /// Predicted objective ĝ = f + μ_R, raised to the objective's lower bound ln(N)/c (None
-    /// when the tuner has no surrogate).
+    /// Predicted objective ĝ = E[max(f + μ_R + σ_R·ε, ln(N)/c)]: the surrogate's mean with J's
+    /// lower bound enforced (`max(f + μ_R, ln(N)/c)` when σ_R = 0; None when the tuner has no
+    /// surrogate).
     pub g_hat: Option<f64>,
     /// Its standard deviation σ_R.
     pub sigma: Option<f64>,

@@ -14,7 +14,8 @@
 //! limit r → 0, so no larger constant holds for every configuration. (A slowdown is ≥ 1 in
 //! theory, which would raise it to `(1/N) Σ ω_i/v_i + ln(N)/c`, but measured slowdowns can fall
 //! below 1 when the ideal FCT uses a reference RTT, so the core does not assume it.)
-//! [`Objective::lower_bound`] returns it; the controller clamps its surrogate ĝ there.
+//! [`Objective::lower_bound`] returns it; the acquisition censors its surrogate there
+//! (`crate::acquire`).
 
 use crate::CoreError;
 use polyphony_spec::{Dscp, SliVector, TrafficClass};
@@ -128,11 +129,6 @@ impl Objective {
     /// it). A prediction below it is impossible.
     pub fn lower_bound(&self) -> f64 {
         (self.targets.len() as f64).ln() / self.sharpness
-    }
-
-    /// `g` raised to [`Objective::lower_bound`]: a predicted J that J can actually take.
-    pub fn clamp_prediction(&self, g: f64) -> f64 {
-        g.max(self.lower_bound())
     }
 
     /// J of the given ratios.
