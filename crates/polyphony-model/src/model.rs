@@ -129,11 +129,7 @@ pub(crate) fn prepare(input: &ModelInput, cfg: &NetworkConfig) -> Result<Prepare
 
 /// The configuration's knobs in input class order, validated.
 pub(crate) fn class_params(input: &ModelInput, cfg: &NetworkConfig) -> Result<Vec<ClassParams>, ModelError> {
-    if !plainly_valid(cfg) {
-        // The spec's own validation, for its error message (it formats a label per class
-        // even when the configuration is fine, so it is skipped when it cannot fail).
-        cfg.validate()?;
-    }
+    cfg.validate()?;
     if input.classes.len() > MAX_CLASSES {
         return Err(ModelError::TooManyClasses {
             classes: input.classes.len(),
@@ -156,27 +152,6 @@ pub(crate) fn class_params(input: &ModelInput, cfg: &NetworkConfig) -> Result<Ve
             })
         })
         .collect()
-}
-
-/// The spec's `WEIGHT_SUM_TOLERANCE` (not exported): how far the class weights may sum from 1.
-const WEIGHT_SUM_TOLERANCE: f64 = 1e-6;
-
-/// True when `NetworkConfig::validate` would accept `cfg`: the same rules, checked without
-/// building any message (the models check every configuration of every batch). The test
-/// `plain_validity_agrees_with_the_spec` holds the two together.
-pub(crate) fn plainly_valid(cfg: &NetworkConfig) -> bool {
-    let cs = &cfg.classes;
-    let each = cs.iter().enumerate().all(|(i, c)| {
-        !cs[..i].iter().any(|o| o.dscp == c.dscp)
-            && c.weight.is_finite()
-            && c.weight > 0.0
-            && c.weight <= 1.0
-            && c.ecn_threshold.0 > 0
-            && c.init_cwnd.0 > 0
-            && c.buffer.is_none_or(|b| b.0 > 0)
-    });
-    let sum = cs.iter().fold(0.0, |s, c| s + c.weight);
-    !cs.is_empty() && each && (sum - 1.0).abs() <= WEIGHT_SUM_TOLERANCE && cfg.port_buffer.is_none_or(|b| b.0 > 0)
 }
 
 /// Each flow's class index in input class order; checks hosts against the topology.
@@ -258,66 +233,5 @@ pub(crate) fn finish(
         sli,
         flows: input.keep_flows.then_some(outcomes),
         stats,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use polyphony_spec::{Bytes, ClassConfig, Dscp, Packets};
-
-    fn config(weights: &[f64]) -> NetworkConfig {
-        NetworkConfig {
-            classes: weights
-                .iter()
-                .enumerate()
-                .map(|(i, &weight)| ClassConfig {
-                    dscp: Dscp::new(10 + 8 * i as u8).expect("valid DSCP"),
-                    weight,
-                    ecn_threshold: Bytes(30_000),
-                    init_cwnd: Packets(10),
-                    buffer: None,
-                })
-                .collect(),
-            port_buffer: None,
-        }
-    }
-
-    #[test]
-    fn plain_validity_agrees_with_the_spec() {
-        let third = 1.0 / 3.0;
-        let mut cases = vec![
-            config(&[third, third, third]),
-            config(&[0.5, 0.5]),
-            config(&[1.0]),
-            config(&[]),
-            config(&[0.5, 0.5 + 0.9e-6]),
-            config(&[0.5, 0.5 + 1.1e-6]),
-            config(&[0.5, 0.5 - 1.1e-6]),
-            config(&[0.0, 1.0]),
-            config(&[-0.5, 1.5]),
-            config(&[f64::NAN, 1.0]),
-            config(&[f64::INFINITY, 0.0]),
-            config(&[1.5, -0.5]),
-        ];
-        let base = config(&[third, third, third]);
-        let mut dup = base.clone();
-        dup.classes[1].dscp = dup.classes[0].dscp;
-        let mut k0 = base.clone();
-        k0.classes[2].ecn_threshold = Bytes(0);
-        let mut w0 = base.clone();
-        w0.classes[0].init_cwnd = Packets(0);
-        let mut b0 = base.clone();
-        b0.classes[1].buffer = Some(Bytes(0));
-        let mut b1 = base.clone();
-        b1.classes[1].buffer = Some(Bytes(1));
-        let mut p0 = base.clone();
-        p0.port_buffer = Some(Bytes(0));
-        let mut p1 = base.clone();
-        p1.port_buffer = Some(Bytes(100_000));
-        cases.extend([dup, k0, w0, b0, b1, p0, p1]);
-        for c in &cases {
-            assert_eq!(plainly_valid(c), c.validate().is_ok(), "{c:?}");
-        }
     }
 }

@@ -54,13 +54,15 @@ impl NetworkConfig {
         }
         let mut sum = 0.0;
         for (i, c) in self.classes.iter().enumerate() {
-            let who = format!("class {} (DSCP {})", c.dscp.name(), c.dscp);
+            // The label is built only for an error: a valid configuration formats nothing
+            // (the models check every configuration of every batch).
+            let who = || format!("class {} (DSCP {})", c.dscp.name(), c.dscp);
             if self.classes[..i].iter().any(|o| o.dscp == c.dscp) {
-                return Err(SpecError::invalid(who, c.dscp, "class configured twice"));
+                return Err(SpecError::invalid(who(), c.dscp, "class configured twice"));
             }
             if !(c.weight.is_finite() && c.weight > 0.0 && c.weight <= 1.0) {
                 return Err(SpecError::invalid(
-                    format!("{who}.weight"),
+                    format!("{}.weight", who()),
                     c.weight,
                     "a scheduling weight is a share in (0, 1]",
                 ));
@@ -68,21 +70,21 @@ impl NetworkConfig {
             sum += c.weight;
             if c.ecn_threshold.0 == 0 {
                 return Err(SpecError::invalid(
-                    format!("{who}.ecn_threshold"),
+                    format!("{}.ecn_threshold", who()),
                     c.ecn_threshold,
                     "the ECN threshold K must be positive",
                 ));
             }
             if c.init_cwnd.0 == 0 {
                 return Err(SpecError::invalid(
-                    format!("{who}.init_cwnd"),
+                    format!("{}.init_cwnd", who()),
                     c.init_cwnd,
                     "the initial congestion window must be at least 1 packet",
                 ));
             }
             if c.buffer == Some(Bytes(0)) {
                 return Err(SpecError::invalid(
-                    format!("{who}.buffer"),
+                    format!("{}.buffer", who()),
                     "0 B",
                     "a class buffer must be positive",
                 ));
@@ -159,5 +161,53 @@ mod tests {
         c.classes[2].init_cwnd = Packets(0);
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("AF31") && e.contains("init_cwnd"), "{e}");
+    }
+
+    #[test]
+    fn every_rule_reports_its_field_value_and_remedy() {
+        type Edit = fn(&mut NetworkConfig);
+        let msg = |f: Edit| {
+            let mut c = cfg();
+            f(&mut c);
+            c.validate().map_err(|e| e.to_string())
+        };
+        let cases: [(Edit, &str); 8] = [
+            (
+                |c| c.classes.clear(),
+                "classes = []: a configuration needs at least one class",
+            ),
+            (
+                |c| c.classes[2].dscp = Dscp::AF11,
+                "class AF11 (DSCP 10) = 10: class configured twice",
+            ),
+            (
+                |c| c.classes[1].weight = f64::NAN,
+                "class AF21 (DSCP 18).weight = NaN: a scheduling weight is a share in (0, 1]",
+            ),
+            (
+                |c| c.classes[1].ecn_threshold = Bytes(0),
+                "class AF21 (DSCP 18).ecn_threshold = 0 B: the ECN threshold K must be positive",
+            ),
+            (
+                |c| c.classes[0].init_cwnd = Packets(0),
+                "class AF11 (DSCP 10).init_cwnd = 0 pkts: the initial congestion window must be at least 1 packet",
+            ),
+            (
+                |c| c.classes[2].buffer = Some(Bytes(0)),
+                "class AF31 (DSCP 26).buffer = 0 B: a class buffer must be positive",
+            ),
+            (
+                |c| c.classes[0].weight = 0.5,
+                "weights = 1.1666666666666665: the class weights must sum to 1 (they are shares of the port)",
+            ),
+            (
+                |c| c.port_buffer = Some(Bytes(0)),
+                "port_buffer = 0 B: a port buffer must be positive",
+            ),
+        ];
+        for (f, want) in cases {
+            assert_eq!(msg(f), Err(want.to_string()));
+        }
+        assert_eq!(msg(|c| c.classes[0].buffer = Some(Bytes(1))), Ok(()));
     }
 }
