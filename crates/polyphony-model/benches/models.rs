@@ -8,9 +8,7 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use polyphony_model::{
-    default_cdf_dir, default_config, scenario_input, FlowSim, FlowSimMode, FlowSimOptions, NetworkModel, PktSim,
-};
+use polyphony_model::{default_cdf_dir, default_config, scenario_input, FlowSim, FlowSimMode, NetworkModel, PktSim};
 use polyphony_spec::{Bytes, Nanos, NetworkConfig, Packets, Scenario};
 use std::hint::black_box;
 
@@ -23,12 +21,7 @@ fn scenario(name: &str) -> Scenario {
 }
 
 fn aggregate() -> FlowSim {
-    FlowSim {
-        options: FlowSimOptions {
-            mode: FlowSimMode::Aggregate,
-            ..FlowSimOptions::default()
-        },
-    }
+    FlowSim::with_mode(FlowSimMode::Aggregate)
 }
 
 /// `n` distinct configurations around the scenario's default (weights, K and initcwnd varied

@@ -13,7 +13,7 @@ mod common;
 
 use anyhow::Result;
 use clap::Parser;
-use polyphony_model::{FlowSim, FlowSimMode, FlowSimOptions, NetworkModel};
+use polyphony_model::{FlowSim, FlowSimMode, NetworkModel};
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 
@@ -36,12 +36,7 @@ fn main() -> Result<()> {
     let a = Args::parse();
     let common::sample::Sample { configs, mut input, .. } = a.sample.load()?;
     input.keep_flows = a.keep_flows;
-    let sim = FlowSim {
-        options: FlowSimOptions {
-            mode: FlowSimMode::Aggregate,
-            ..FlowSimOptions::default()
-        },
-    };
+    let sim = FlowSim::with_mode(FlowSimMode::Aggregate);
     let mut outs = Vec::new();
     for _ in 0..a.repeat.max(1) {
         outs = sim.evaluate(&input, &configs);

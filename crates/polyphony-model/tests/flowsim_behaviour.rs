@@ -1,13 +1,13 @@
 //! `flowsim` behaves the way the network does, in both modes ([`FlowSimMode::PerFlow`] and
 //! [`FlowSimMode::Aggregate`]): a lone flow gets its ideal FCT (plus one packet's
 //! store-and-forward), a heavier weight lowers a class's tail and more load raises it, K and
-//! initcwnd move it the right way, batches of any size equal single runs, bad input is refused
+//! initcwnd move it the right way, batches of any size equal single runs, a plan kept from an
+//! earlier call gives what a fresh one gives, bad input is refused
 //! without spoiling a batch, and on a small case configurations are ranked the way `pktsim`
 //! ranks them.
 
 use polyphony_model::{
-    default_cdf_dir, default_config, scenario_input, FlowSim, FlowSimMode, FlowSimOptions, ModelInput, NetworkModel,
-    PktSim, Topology,
+    default_cdf_dir, default_config, scenario_input, FlowSim, FlowSimMode, ModelInput, NetworkModel, PktSim, Topology,
 };
 use polyphony_spec::{BitsPerSec, Bytes, Dscp, Flow, HostId, Nanos, NetworkConfig, Scenario, Workload};
 use std::sync::Arc;
@@ -17,12 +17,7 @@ use common::{cfg, flow, mixed, topo};
 
 /// flowsim in each mode.
 fn models() -> [FlowSim; 2] {
-    [FlowSimMode::PerFlow, FlowSimMode::Aggregate].map(|mode| FlowSim {
-        options: FlowSimOptions {
-            mode,
-            ..FlowSimOptions::default()
-        },
-    })
+    [FlowSimMode::PerFlow, FlowSimMode::Aggregate].map(FlowSim::with_mode)
 }
 
 fn p99(m: &FlowSim, input: &ModelInput, c: &NetworkConfig, d: Dscp) -> f64 {
@@ -144,6 +139,90 @@ fn batches_of_any_size_equal_single_runs_and_are_deterministic() {
     }
 }
 
+/// Four configurations of the reference scenario's classes around the default.
+fn reference_configs(s: &Scenario) -> Vec<NetworkConfig> {
+    (0..4u32)
+        .map(|i| {
+            let mut c = default_config(s);
+            let w = 0.2 + 0.1 * i as f64;
+            c.classes[0].weight = w;
+            c.classes[1].weight = (1.0 - w) * 0.6;
+            c.classes[2].weight = (1.0 - w) * 0.4;
+            c.classes[1].ecn_threshold = Bytes(5_000 + 20_000 * i as u64);
+            c.classes[2].init_cwnd = polyphony_spec::Packets(2 + 8 * i);
+            c
+        })
+        .collect()
+}
+
+fn reference_scenario() -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/scenarios/reference-medium.toml");
+    Scenario::from_toml(&std::fs::read_to_string(&path).unwrap(), "reference-medium").unwrap()
+}
+
+#[test]
+fn a_kept_plan_gives_what_a_fresh_model_gives_and_follows_the_input() {
+    // One model value evaluates a sequence of inputs — the same window again, another window,
+    // the same window with another seed, measurement window, class order or a copy of its
+    // workload in a new Arc — and must answer every call exactly as a fresh value (no plan
+    // held) does.
+    let s = reference_scenario();
+    let a = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(2.0), 1).unwrap();
+    let b = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(2.0), 2).unwrap();
+    let mut seeded = a.clone();
+    seeded.seed = 99;
+    let mut later = a.clone();
+    later.measure_from = Nanos::from_secs_f64(1.0);
+    let mut reordered = a.clone();
+    reordered.classes.reverse();
+    let mut copied = a.clone();
+    copied.workload = Arc::new(a.workload.as_ref().clone());
+    let mut kept = a.clone();
+    kept.keep_flows = true;
+    let configs = reference_configs(&s);
+    for m in models() {
+        let fresh = |input: &ModelInput| FlowSim::new(m.options).evaluate(input, &configs);
+        let first = m.evaluate(&a, &configs);
+        for input in [&a, &b, &a, &seeded, &later, &a, &reordered, &copied, &kept, &a] {
+            let reused = m.evaluate(input, &configs);
+            assert_eq!(reused, fresh(input), "{:?}", m.options.mode);
+        }
+        assert_eq!(first, m.evaluate(&a, &configs), "{:?}", m.options.mode);
+        assert_ne!(
+            first,
+            m.evaluate(&b, &configs),
+            "{:?}: another window, other results",
+            m.options.mode
+        );
+        let one = m.run(&later, &configs[1]).unwrap();
+        assert_eq!(&one, fresh(&later)[1].as_ref().unwrap(), "{:?}", m.options.mode);
+        // A clone shares the plan and answers the same.
+        assert_eq!(
+            m.clone().evaluate(&later, &configs),
+            fresh(&later),
+            "{:?}",
+            m.options.mode
+        );
+    }
+}
+
+#[test]
+fn threads_sharing_one_model_get_what_a_fresh_model_gives() {
+    // The controller's adapter splits a batch across threads that call one shared model at
+    // once: the first plans, the others wait for that plan.
+    let s = reference_scenario();
+    let input = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(2.0), 3).unwrap();
+    let configs = reference_configs(&s);
+    for m in models() {
+        let want = FlowSim::new(m.options).evaluate(&input, &configs);
+        let got: Vec<_> = std::thread::scope(|sc| {
+            let parts: Vec<_> = configs.chunks(1).map(|c| sc.spawn(|| m.evaluate(&input, c))).collect();
+            parts.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got, want, "{:?}", m.options.mode);
+    }
+}
+
 #[test]
 fn one_bad_configuration_does_not_spoil_the_batch() {
     let input = mixed();
@@ -203,8 +282,7 @@ fn ranks_a_class_weight_sweep_like_pktsim() {
     // evenly. Both models must order AF11's p99 the same way (Spearman ρ ≥ 0.8, the bar the
     // controller needs; 1 is the same order). Above ≈ 0.6 both flowsim modes stop improving
     // AF11's tail while pktsim still does (docs/models.md, known limits).
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/scenarios/reference-medium.toml");
-    let s = Scenario::from_toml(&std::fs::read_to_string(&path).unwrap(), "reference-medium").unwrap();
+    let s = reference_scenario();
     let input = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(4.0), 1).unwrap();
     let configs: Vec<NetworkConfig> = [0.1, 0.2, 0.3, 0.4, 0.5]
         .iter()

@@ -23,7 +23,8 @@
 //!   the standing queue plus one base RTT.
 //!
 //! A batch of configurations shares the configuration-independent work (routes, ideal FCTs,
-//! per-link flow lists). Deterministic: no random draws; `seed` only salts ECMP, the same way
+//! per-link flow lists), and so do later calls on the same input: a `FlowSim` value keeps the
+//! plan of the last input it evaluated (`flowsim/cache.rs`). Deterministic: no random draws; `seed` only salts ECMP, the same way
 //! as `pktsim`.
 //!
 //! That is the [`FlowSimMode::PerFlow`] mode (the default). [`FlowSimMode::Aggregate`] keeps the
@@ -31,6 +32,7 @@
 //! per-flow heaps by per-class fluid state (`flowsim/aggregate.rs`, `flowsim/curve.rs`).
 
 mod aggregate;
+mod cache;
 mod curve;
 pub(crate) mod link;
 
@@ -38,6 +40,7 @@ use crate::error::ModelError;
 use crate::model::{class_params, finish, flow_classes, ModelInput, ModelOutput, NetworkModel, RunStats};
 use crate::topology::{HEADER_BYTES, MSS};
 use aggregate::{AggPlan, AggScratch, Lane};
+use cache::PlanCache;
 use link::{LinkFlow, LinkSim};
 use polyphony_spec::{Bytes, Nanos, NetworkConfig};
 
@@ -84,10 +87,44 @@ impl Default for FlowSimOptions {
 }
 
 /// The flow-level model.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+///
+/// A value keeps the configuration-independent plan of the last input it evaluated (routes,
+/// ideal FCTs, per-link flow lists, the aggregate mode's per-flow terms) and reuses it while
+/// later calls bring the same input — the same workload and topology `Arc`s, classes, seed
+/// and measurement window — as the controller's calls within one iteration do. Results are the
+/// same as without reuse, bit for bit. The plan holds on to that input's workload until the
+/// next input replaces it or the value is dropped; a clone shares the plan.
+#[derive(Debug, Clone, Default)]
 pub struct FlowSim {
     /// Which effects are modelled.
     pub options: FlowSimOptions,
+    /// The last input's plan.
+    plans: PlanCache,
+}
+
+impl FlowSim {
+    /// A model with these options (no plan yet).
+    pub fn new(options: FlowSimOptions) -> FlowSim {
+        FlowSim {
+            options,
+            plans: PlanCache::default(),
+        }
+    }
+
+    /// A model in this mode, every other option at its default.
+    pub fn with_mode(mode: FlowSimMode) -> FlowSim {
+        FlowSim::new(FlowSimOptions {
+            mode,
+            ..FlowSimOptions::default()
+        })
+    }
+}
+
+/// Two models are equal when their options are (a held plan changes no result).
+impl PartialEq for FlowSim {
+    fn eq(&self, other: &FlowSim) -> bool {
+        self.options == other.options
+    }
 }
 
 /// The configuration-independent part of an evaluation.
@@ -191,8 +228,8 @@ impl FlowSim {
         if self.options.mode == FlowSimMode::Aggregate {
             return self.evaluate(input, std::slice::from_ref(cfg)).remove(0);
         }
-        let p = plan(input)?;
-        self.run_planned(input, &p, cfg)
+        let p = self.plans.get(input, plan)?;
+        self.run_planned(input, &p.plan, cfg)
     }
 
     /// The aggregate mode on a batch: the configuration-independent work once, then one
@@ -201,10 +238,10 @@ impl FlowSim {
         &self,
         input: &ModelInput,
         p: &Plan,
+        ap: &AggPlan,
         configs: &[NetworkConfig],
     ) -> Vec<Result<ModelOutput, ModelError>> {
         let nc = input.classes.len();
-        let ap = AggPlan::new(input, p);
         let mut scratch = AggScratch::new(nc);
         let mut out: Vec<Result<ModelOutput, ModelError>> = Vec::with_capacity(configs.len());
         // Valid configurations in groups of LANES, evaluated together; invalid ones answered
@@ -217,8 +254,8 @@ impl FlowSim {
                 .iter()
                 .filter_map(|&i| params[i].as_ref().ok().map(|v| v.as_slice()))
                 .collect();
-            aggregate::run_group(&ap, &p.base_extra, &group, &self.options, &mut scratch, |k, lane| {
-                results[chunk[k]] = Some(self.aggregate_output(input, p, &ap, lane));
+            aggregate::run_group(ap, &p.base_extra, &group, &self.options, &mut scratch, |k, lane| {
+                results[chunk[k]] = Some(self.aggregate_output(input, p, ap, lane));
             });
         }
         for (r, pr) in results.into_iter().zip(params) {
@@ -299,10 +336,10 @@ impl NetworkModel for FlowSim {
         "flowsim"
     }
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
-        match plan(input) {
+        match self.plans.get(input, plan) {
             Ok(p) => match self.options.mode {
-                FlowSimMode::PerFlow => configs.iter().map(|c| self.run_planned(input, &p, c)).collect(),
-                FlowSimMode::Aggregate => self.run_aggregate(input, &p, configs),
+                FlowSimMode::PerFlow => configs.iter().map(|c| self.run_planned(input, &p.plan, c)).collect(),
+                FlowSimMode::Aggregate => self.run_aggregate(input, &p.plan, p.agg(input), configs),
             },
             Err(e) => configs.iter().map(|_| Err(e.clone())).collect(),
         }
