@@ -42,8 +42,8 @@
 //!
 //! Per flow: extra = max(0, T_c(s)/ρ_c + s/(ρ_c·(1 − u_c)) − s/r) + k·Q_c/ρ_c + (k − 1)·RTT.
 //!
-//! Shared across the batch (computed once per [`NetworkModel::evaluate`](crate::NetworkModel)
-//! call): routes, ideal FCTs, the per-link flow lists with their segment counts and curve
+//! Shared across the batch, and across the calls on one input (planned on the first call, kept
+//! by the model value: `flowsim/cache.rs`): routes, ideal FCTs, the per-link flow lists with their segment counts and curve
 //! segments, each class's largest flow and offered load, which flows are measured, and which
 //! arrivals find the link empty — the link is work-conserving, so its total backlog is the same
 //! in every configuration, and there the GPS pass is skipped.
