@@ -1,7 +1,8 @@
 //! The subcommands that belong to other crates, mounted under `polyphony`: `testbed`
 //! (crates/testbed), `emu` (crates/emu) and `workfeed agent|aggregator` (crates/workfeed). Each
 //! runs the crate's own front end; this module only maps their errors to exit codes (invalid
-//! input → 2) and prints their output.
+//! input, including an unusable listen address given on the command line → 2) and prints their
+//! output.
 
 use crate::Failure;
 use anyhow::anyhow;
@@ -28,7 +29,10 @@ pub fn emu(a: &emu::EmuArgs) -> Result<(), Failure> {
             );
             Ok(())
         }
-        Err(e @ (emu::EmuError::Invalid { .. } | emu::EmuError::Input { .. })) => Err(Failure::Usage(e.to_string())),
+        // An unusable `--metrics-listen` address (in use, not local) is a bad argument too.
+        Err(e @ (emu::EmuError::Invalid { .. } | emu::EmuError::Input { .. } | emu::EmuError::Listen { .. })) => {
+            Err(Failure::Usage(e.to_string()))
+        }
         Err(e) => Err(Failure::Runtime(anyhow!("{e}"))),
     }
 }

@@ -26,6 +26,7 @@
 //! | `skipped_intervals_total` | reason | intervals with nothing to measure or model (`empty_window`, `class_without_flows`, `missing_sli`) |
 //! | `workfeed_window_left_out` | reason | captured flows left out of the last Workfeed window (`unmapped_host`, `unknown_class`, `same_host`) |
 //! | `workfeed_aggregator_*` | | the embedded Workfeed aggregator's counters (docs/workfeed.md), when `[workload] source = "workfeed"` |
+//! | `workfeed_aggregator_restarts_total` | | restarts of that aggregator's receive loop after a socket error (backoff 1 s doubling to 60 s) |
 //!
 //! This module holds no I/O besides rendering text.
 
@@ -229,8 +230,13 @@ impl Metrics {
 
     /// Adds the embedded Workfeed aggregator's counters (`polyphony_workfeed_aggregator_*`) and
     /// the window's left-out flows.
-    pub fn register_workfeed(&mut self, aggregator: &workfeed::metrics::AggregatorMetrics) {
+    pub fn register_workfeed(&mut self, aggregator: &workfeed::metrics::AggregatorMetrics, restarts: Counter) {
         aggregator.register(&mut self.registry);
+        self.registry.register(
+            "workfeed_aggregator_restarts",
+            "Restarts of the embedded Workfeed aggregator's receive loop after a socket error or a panic",
+            restarts,
+        );
         self.registry.register(
             "workfeed_window_left_out",
             "Captured flows left out of the last Workfeed window, by reason",
@@ -287,7 +293,7 @@ mod tests {
     fn the_dashboard_uses_only_exported_names() {
         let mut m = Metrics::new();
         let agg = workfeed::metrics::AggregatorMetrics::default();
-        m.register_workfeed(&agg);
+        m.register_workfeed(&agg, Counter::default());
         // Families appear in the exposition once they have a series.
         let l = class_labels("AF11", 10);
         for f in [

@@ -252,3 +252,46 @@ fn help_teaches_and_exits_0() {
     assert_eq!(code, 0);
     assert!(out.contains("SIGHUP") && out.contains("--config"), "{out}");
 }
+
+#[test]
+fn emu_on_an_unusable_metrics_listen_address_names_the_flag_and_exits_2() {
+    use polyphony_spec::{Bytes, Dscp, Flow, FlowId, HostId, Nanos, Workload};
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("one.jsonl");
+    let w = Workload::new(
+        vec![Flow {
+            id: FlowId(0),
+            src: HostId(0),
+            dst: HostId(3),
+            dscp: Dscp::new(10).unwrap(),
+            size: Bytes(1000),
+            start: Nanos(0),
+            weight: 1.0,
+        }],
+        Nanos(1_000_000),
+    )
+    .unwrap();
+    std::fs::write(&trace, w.to_jsonl()).unwrap();
+    // An address someone else already listens on: emu must refuse it before any probe or
+    // traffic (so no testbed is needed), as a bad argument.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let sc = scenario();
+    let args = [
+        "emu",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--prefix",
+        "ppnone",
+        "--metrics-listen",
+        &addr,
+    ];
+    assert_one_line_usage_error(&args, &["--metrics-listen", &addr]);
+    // Not a local address at all (TEST-NET-3): the same.
+    let mut args = args;
+    args[8] = "203.0.113.7:9101";
+    assert_one_line_usage_error(&args, &["--metrics-listen", "203.0.113.7:9101"]);
+    drop(taken);
+}

@@ -266,6 +266,12 @@ fn workfeed_datagrams_become_the_models_window_and_the_slis() {
         metric(&m, "polyphony_workfeed_aggregator_datagrams_accepted_total").is_some_and(|v| v >= 4.0),
         "{m}"
     );
+    // The receive loop never failed, so it was never restarted (the counter is exported).
+    assert_eq!(
+        metric(&m, "polyphony_workfeed_aggregator_restarts_total"),
+        Some(0.0),
+        "{m}"
+    );
     // The state file holds the same record (persistence of the new fields).
     let st = read_state(&state_dir).unwrap();
     assert!(st["history"].as_array().is_some_and(|h| !h.is_empty()));

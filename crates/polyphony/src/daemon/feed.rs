@@ -13,12 +13,17 @@
 //!   path in the model's topology ([`polyphony_model::Topology::ideal`], docs/models.md),
 //!   optionally with a configured base RTT.
 //!
+//! The receive loop runs under [`super::supervise`]: if the socket fails it is restarted with
+//! backoff (1 s doubling to 60 s), logged and counted.
+//!
 //! Touches: one UDP socket (receive only) on `workload.listen`.
 
+use super::supervise::{supervise, Backoff};
 use crate::config::WorkloadSource;
 use anyhow::{anyhow, Context, Result};
 use polyphony_model::Topology;
 use polyphony_spec::{Dscp, Flow, FlowId, FlowOutcome, HostId, Nanos, SliVector, Workload};
+use prometheus_client::metrics::counter::Counter;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -39,6 +44,7 @@ pub struct Feed {
     key_file: Option<PathBuf>,
     retention: Duration,
     task: tokio::task::JoinHandle<()>,
+    restarts: Counter,
 }
 
 impl Drop for Feed {
@@ -67,17 +73,25 @@ impl Feed {
         }
         info!("Workfeed aggregator listening on udp://{addr}");
         let served = agg.clone();
-        let task = tokio::spawn(async move {
-            if let Err(e) = served.serve(std::future::pending::<()>()).await {
-                tracing::error!("Workfeed aggregator stopped: {e}");
-            }
-        });
+        let restarts = Counter::default();
+        // The receive loop ends only on a socket error; it is restarted with backoff, counted
+        // in `polyphony_workfeed_aggregator_restarts_total`, and each restart logged.
+        let task = supervise(
+            "the Workfeed aggregator's receive loop",
+            move || {
+                let a = served.clone();
+                async move { a.serve(std::future::pending::<()>()).await }
+            },
+            Backoff::DEFAULT,
+            restarts.clone(),
+        );
         Ok(Feed {
             agg,
             listen,
             key_file: key_file.cloned(),
             retention,
             task,
+            restarts,
         })
     }
 
@@ -102,6 +116,11 @@ impl Feed {
     /// The aggregator's counters (datagrams accepted and rejected by reason, records, loss).
     pub fn metrics(&self) -> &AggregatorMetrics {
         self.agg.metrics()
+    }
+
+    /// Restarts of the receive loop after a socket error (or a panic).
+    pub fn restarts(&self) -> Counter {
+        self.restarts.clone()
     }
 
     /// The flows whose connection opened in the last `window_s` seconds and has closed.

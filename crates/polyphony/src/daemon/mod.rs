@@ -12,6 +12,7 @@
 mod feed;
 mod publish;
 mod sources;
+mod supervise;
 
 use crate::actuation;
 use crate::cli::DaemonArgs;
@@ -142,7 +143,7 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
     let context = ModelContext::new(&c.topology, c.dscps())?;
     let mut metrics = Metrics::new();
     if let Some(feed) = sources.feed() {
-        metrics.register_workfeed(feed.metrics());
+        metrics.register_workfeed(feed.metrics(), feed.restarts());
     }
     let metrics = Arc::new(metrics);
     let (tx, mut rx) = mpsc::channel(8);
