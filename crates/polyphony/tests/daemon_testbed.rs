@@ -9,17 +9,26 @@
 //!   towards it is empty);
 //! * the objective falls: the mean J of the last three iterations is below half the first J
 //!   (the poor start), and the lowest J below a third of it;
-//! * the SLOs are (nearly) reached: within [`MAX_ITERATIONS`] some iteration measures every
-//!   class within 25 % of its SLO (max ratio ≤ 1.25). Not "met in three consecutive
-//!   iterations": on this testbed one 12 s interval's p99 at a fixed configuration scatters
-//!   with a CV of 0.14–0.43 per class, so even the calibration's best configuration meets all
-//!   three medium SLOs in only ~6 intervals of 8, and of five runs here four met every SLO
-//!   in exactly 1 of 16 iterations and one in none (never 3 in a row). Whether and when every SLO held, and the k = 3
-//!   convergence iteration if reached, are printed; the numbers of the recorded runs are in
-//!   `docs/testbed-measurements.md`.
+//! * the SLOs are nearly met: within [`MAX_ITERATIONS`] iterations of 12 s some iteration
+//!   measures every class within 25 % of its SLO (max ratio ≤ 1.25). The run stops early once
+//!   every SLO held in three consecutive iterations (DESIGN.md's convergence, k = 3); the
+//!   iterations where every SLO held, the first of them and the k = 3 convergence iteration,
+//!   if reached, are printed. "Every SLO met in some iteration" is not asserted: it held in 4
+//!   of the 5 recorded runs of these settings (k = 3 in 1), and a test that fails one run in
+//!   five would block every change. One 12 s interval's p99 at a fixed configuration scatters
+//!   with a CV of 0.14–0.43 per class here, the calibration's best configuration meets all
+//!   three medium SLOs in only ~6 intervals of 8, and flowsim's J on this testbed sits below
+//!   J's lower bound, so the model's ranking counts only through the residual GP. The numbers
+//!   of every recorded run are in `docs/testbed-measurements.md` ("The daemon end to end on
+//!   the testbed").
 //!
 //! Needs root (namespaces, tc, BPF); prints "skipped: needs root" otherwise. Uses the testbed
-//! prefix `ppd` and tears it down even when an assertion fails. About 15 s per iteration.
+//! prefix `ppd` and tears it down even when an assertion fails. About 14 s per iteration, at
+//! most ≈ 7.5 min.
+//!
+//! For re-measuring variants by hand: `PP_TESTBED_INTERVAL_S`, `PP_TESTBED_MAX_ITERATIONS`,
+//! `PP_TESTBED_CONTROLLER` (extra `[controller]` lines) and `PP_TESTBED_KEEP` (a path to copy
+//! the final state file to).
 
 mod common;
 
@@ -36,8 +45,13 @@ const PREFIX: &str = "ppd";
 /// Iterations before the `kill -9`.
 const KILL_AFTER: u64 = 4;
 /// Iterations of the whole run (both daemons) at most; the run stops earlier once three
-/// consecutive iterations met every SLO.
-const MAX_ITERATIONS: u64 = 16;
+/// consecutive iterations met every SLO. In the recorded runs every SLO first held at
+/// iteration 3–16 where it held at all, and every class first came within 25 % of its SLO by
+/// iteration 16 (docs/testbed-measurements.md); 28 leaves 12 intervals over that and keeps
+/// the test under ≈ 7.5 min.
+const MAX_ITERATIONS: u64 = 28;
+/// The control interval (s): the scenario's `interval_s` for the daemon.
+const INTERVAL_S: f64 = 12.0;
 /// The base RTT slowdowns divide by (`testbed::REFERENCE_BASE_RTT`, as in the calibration).
 const BASE_RTT_US: f64 = 25.0;
 
@@ -81,7 +95,17 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn config(state: &Path, sc: &Scenario) -> String {
+/// `PP_TESTBED_<name>` from the environment, for re-measuring variants by hand (the committed
+/// values are what CI runs).
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(format!("PP_TESTBED_{name}"))
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn config(state: &Path, sc: &Scenario, scenario: &Path) -> String {
+    let extra = std::env::var("PP_TESTBED_CONTROLLER").unwrap_or_default();
     format!(
         r#"mode = "apply"
 interval_s = 0.5
@@ -89,6 +113,10 @@ state_dir = "{state}"
 
 [controller]
 seed = 11
+# A small acquisition budget, as this test always had (debug build). Five runs with the default
+# budget came no nearer than J = 1.45-2.61 in their first 10 iterations, but all ran on the
+# core's earlier clamped surrogate mean (replaced by a censored one in f19e4aa), so which of
+# the two made them worse is not separated (docs/testbed-measurements.md).
 acq_random_candidates = 24
 acq_refine_starts = 1
 acq_max_iters = 8
@@ -97,6 +125,12 @@ gp_max_eval = 25
 # CV 0.14-0.43, docs/testbed-measurements.md); the default 1.5 declares regime shifts on noise
 # and re-centres the trust region on whatever was measured last.
 regime_factor = 3.0
+# flowsim's J on this testbed lies below J's lower bound ln(3)/10 for most configurations: until
+# the residual GP is fitted (the prior: one σ everywhere) every candidate scores the same, the
+# last proposal is proposed again, and its repeated measurement is never admitted (5 identical
+# intervals in one run, on the core's clamped surrogate). Fitting from 2 samples ends that.
+gp_min_samples = 2
+{extra}
 
 {classes}
 # Deliberately poor (polyphony::demo::poor_config): the tightest class gets the smallest share,
@@ -136,7 +170,7 @@ listen = "127.0.0.1:0"
 max_objective = 1000000.0
 "#,
         state = state.display(),
-        scenario = testbed_scenario().display(),
+        scenario = scenario.display(),
         classes = classes_and_topology(sc),
         initial = polyphony::demo::poor_config(sc)
             .classes
@@ -194,7 +228,7 @@ fn converged_at(its: &[(u64, f64, Vec<f64>, bool)]) -> Option<u64> {
 }
 
 #[test]
-fn daemon_on_the_testbed_converges_from_a_poor_start_and_survives_kill_9() {
+fn daemon_on_the_testbed_nears_the_slos_from_a_poor_start_and_survives_kill_9() {
     if !is_root() {
         eprintln!("skipped: needs root");
         return;
@@ -222,11 +256,26 @@ fn daemon_on_the_testbed_converges_from_a_poor_start_and_survives_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().join("state");
     let cfg = dir.path().join("daemon.toml");
-    std::fs::write(&cfg, config(&state_dir, &sc)).unwrap();
+    // The daemon's scenario: testbed-medium.toml with the test's control interval.
+    let interval_s: f64 = env_or("INTERVAL_S", INTERVAL_S);
+    let max_iterations: u64 = env_or("MAX_ITERATIONS", MAX_ITERATIONS);
+    let text = std::fs::read_to_string(&sc_path).unwrap();
+    assert!(
+        text.contains("\ninterval_s = 12.0\n"),
+        "testbed-medium.toml changed its interval"
+    );
+    let daemon_sc = dir.path().join("testbed-medium.toml");
+    std::fs::write(
+        &daemon_sc,
+        text.replace("\ninterval_s = 12.0\n", &format!("\ninterval_s = {interval_s:?}\n")),
+    )
+    .unwrap();
+    std::fs::write(&cfg, config(&state_dir, &sc, &daemon_sc)).unwrap();
 
     // Phase 1: a few iterations from the poor start, then kill -9 (mid-iteration, most likely).
     let (mut d, _addr) = start_daemon(&cfg, &[]);
-    let s = poll(Duration::from_secs(300), || {
+    let per_iteration = Duration::from_secs_f64(interval_s + 8.0);
+    let s = poll(per_iteration * (KILL_AFTER as u32 + 2), || {
         read_state(&state_dir).filter(|s| s["iteration"].as_u64().unwrap_or(0) >= KILL_AFTER)
     })
     .expect("the first iterations on the testbed did not complete");
@@ -245,10 +294,10 @@ fn daemon_on_the_testbed_converges_from_a_poor_start_and_survives_kill_9() {
         samples,
         before.pointer("/controller/state/samples/samples").cloned().unwrap()
     );
-    let last = poll(Duration::from_secs(20 * MAX_ITERATIONS), || {
+    let last = poll(per_iteration * max_iterations as u32, || {
         read_state(&state_dir).filter(|s| {
             let n = s["iteration"].as_u64().unwrap_or(0);
-            n >= MAX_ITERATIONS || (n > it && converged_at(&iterations(s)).is_some())
+            n >= max_iterations || (n > it && converged_at(&iterations(s)).is_some())
         })
     })
     .expect("the restarted daemon stopped iterating");
@@ -267,8 +316,38 @@ fn daemon_on_the_testbed_converges_from_a_poor_start_and_survives_kill_9() {
         panic!("after the restart the testbed does not hold the configuration in force:\n{plan}");
     }
 
+    if let Ok(keep) = std::env::var("PP_TESTBED_KEEP") {
+        let _ = std::fs::copy(state_dir.join("state.json"), keep);
+    }
+
     // The numbers of the run.
     let its = iterations(&after);
+    for r in after["history"].as_array().into_iter().flatten() {
+        let knobs: Vec<String> = r["measured_config"]["classes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{:.2}/{:.1}kB/{}",
+                    c["weight"].as_f64().unwrap_or(f64::NAN),
+                    c["ecn_threshold"].as_f64().unwrap_or(f64::NAN) / 1e3,
+                    c["init_cwnd"]
+                )
+            })
+            .collect();
+        eprintln!(
+            "testbed iteration {} measured weight/K/initcwnd {}; flows {:?}",
+            r["iteration"],
+            knobs.join(" "),
+            r["classes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| c["measured"]["flows"].as_u64().unwrap_or(0))
+                .collect::<Vec<_>>()
+        );
+    }
     let slos: Vec<f64> = sc.classes.iter().map(|c| c.slo.max_slowdown).collect();
     eprintln!("testbed-medium SLOs {slos:?}; kill -9 after iteration {it}");
     for (n, j, r, met) in &its {
@@ -285,22 +364,23 @@ fn daemon_on_the_testbed_converges_from_a_poor_start_and_survives_kill_9() {
     let tail = &js[js.len().saturating_sub(3)..];
     let tail_mean = tail.iter().sum::<f64>() / tail.len() as f64;
     let conv = converged_at(&its);
+    let met: Vec<u64> = its.iter().filter(|x| x.3).map(|x| x.0).collect();
     let best_max_ratio = its
         .iter()
         .map(|x| x.2.iter().copied().fold(0.0, f64::max))
         .fold(f64::INFINITY, f64::min);
     eprintln!(
         "first J = {first:.3}, min J = {min:.3}, mean of the last 3 J = {tail_mean:.3}, \
-         iterations = {}, lowest max ratio = {best_max_ratio:.3}, iterations with all SLOs met = {:?}, \
-         converged (k = 3) at {conv:?}",
+         iterations = {}, lowest max ratio = {best_max_ratio:.3}, iterations with all SLOs met = \
+         {met:?}, first met at {:?}, converged (k = 3) at {conv:?}",
         its.len(),
-        its.iter().filter(|x| x.3).map(|x| x.0).collect::<Vec<_>>()
+        met.first()
     );
     assert!(tail_mean < 0.5 * first, "the objective did not fall: {js:?}");
     assert!(min < first / 3.0, "the objective did not fall: {js:?}");
     assert!(
         best_max_ratio <= 1.25,
-        "no iteration came within 25 % of every SLO in {MAX_ITERATIONS} iterations: {js:?}"
+        "no iteration came within 25 % of every SLO in {max_iterations} iterations: J {js:?}"
     );
     drop(guard);
 }
