@@ -37,6 +37,10 @@ impl RollingBest {
             self.window.pop_front();
         }
     }
+    /// Removes and returns the newest measurement.
+    pub fn pop_last(&mut self) -> Option<Measured> {
+        self.window.pop_back()
+    }
     /// Forgets everything.
     pub fn reset(&mut self) {
         self.window.clear();

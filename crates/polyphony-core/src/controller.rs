@@ -203,6 +203,12 @@ struct State {
     workload: Option<u64>,
     regime_shift_pending: bool,
     last_proposal: Option<Vec<f64>>,
+    /// The denoised g of each warm-up window since the last control observation, and the
+    /// first warm-up point; pooled into one rolling-best entry (see [`Controller::warm_up`]).
+    #[serde(default)]
+    warmup_g: Vec<f64>,
+    #[serde(default)]
+    warmup_centre: Option<Vec<f64>>,
 }
 
 impl State {
@@ -238,6 +244,18 @@ pub struct Controller {
 pub fn default_initial(classes: &[TrafficClass]) -> NetworkConfig {
     let dscps: Vec<_> = classes.iter().map(|c| c.dscp).collect();
     NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10))
+}
+
+/// The median of a non-empty slice (mean of the middle two for an even length).
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        0.5 * (s[n / 2 - 1] + s[n / 2])
+    }
 }
 
 fn splitmix(mut z: u64) -> u64 {
@@ -299,6 +317,8 @@ impl Controller {
             workload: None,
             regime_shift_pending: false,
             last_proposal: None,
+            warmup_g: Vec::new(),
+            warmup_centre: None,
         };
         Ok(Controller {
             space,
@@ -377,6 +397,8 @@ impl Controller {
         let x = self.space.point_of_config(&obs.config)?;
         let st = &mut self.state;
         st.workload = obs.workload;
+        st.warmup_g.clear();
+        st.warmup_centre = None;
         let before = st.best.best().map(|m| m.g);
         let mut d = st.denoiser.push(g_raw, &x, &self.space);
         let shift = st.regime.update(d.value, before);
@@ -448,12 +470,17 @@ impl Controller {
 
     /// Gathers one initial datapoint before the control loop starts (the paper's warm-up,
     /// §8.5: "the first 500 ms are used to gather an initial set of datapoints"). The
-    /// measurement enters the rolling best (so the trust region starts at the best warm-up
-    /// configuration) and, if admitted, the sample window — with f evaluated by `model` on this
-    /// interval's workload, exactly as a control iteration's sample would be — but it does not
-    /// count towards regime shifts or trust-region growth, since the caller, not the
-    /// controller, chose the configuration. Returns the admission decision (empty when the model
-    /// could not score the configuration). Pick the configurations with [`crate::warmup::design`].
+    /// measurement enters, if admitted, the sample window — with f evaluated by `model` on this
+    /// interval's workload, exactly as a control iteration's sample would be — so the residual
+    /// GP learns from every warm-up window. The rolling best, however, does not receive each
+    /// window: the consecutive warm-up windows are pooled into ONE entry at the first warm-up
+    /// configuration (the design's centre, the start) whose g is the median of their denoised
+    /// values. The design spans no more than one control step, so its windows differ mostly
+    /// in measurement noise; their minimum would be a lucky window that the control loop
+    /// rarely beats, pinning the trust region. The warm-up does not count towards regime
+    /// shifts or trust-region growth, since the caller, not the controller, chose the
+    /// configuration. Returns the admission decision (empty when the model could not score
+    /// the configuration). Pick the configurations with [`crate::warmup::design`].
     pub fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<Vec<Admission>, CoreError> {
         let ratios = self.objective.ratios(&obs.slis)?;
         let g_raw = self.objective.of_ratios(&ratios);
@@ -461,7 +488,23 @@ impl Controller {
         let st = &mut self.state;
         st.workload = obs.workload;
         let d = st.denoiser.push(g_raw, &x, &self.space);
-        st.record(x, &obs.config, d.value);
+        if !st.warmup_g.is_empty() {
+            // The previous pooled warm-up entry is the newest in the window; replace it.
+            st.best.pop_last();
+        }
+        st.warmup_g.push(d.value);
+        let centre = st.warmup_centre.get_or_insert_with(|| x.clone()).clone();
+        st.best.push(Measured {
+            iteration: st.iteration,
+            g: median(&st.warmup_g),
+            x: centre,
+        });
+        st.pending.push(Pending {
+            iteration: st.iteration,
+            x,
+            config: obs.config.clone(),
+            g: d.value,
+        });
         st.iteration += 1;
         let model = if self.variant.model { Some(model) } else { None };
         let crn = self.crn_seed();
