@@ -246,18 +246,6 @@ pub fn default_initial(classes: &[TrafficClass]) -> NetworkConfig {
     NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10))
 }
 
-/// The median of a non-empty slice (mean of the middle two for an even length).
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
-}
-
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -496,7 +484,7 @@ impl Controller {
         let centre = st.warmup_centre.get_or_insert_with(|| x.clone()).clone();
         st.best.push(Measured {
             iteration: st.iteration,
-            g: median(&st.warmup_g),
+            g: crate::denoise::median(&mut st.warmup_g.clone()),
             x: centre,
         });
         st.pending.push(Pending {

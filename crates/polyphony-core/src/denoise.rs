@@ -118,7 +118,8 @@ impl Denoiser {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (sorted in place; mean of the middle two for an even length; 0 when empty).
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return 0.0;
     }
