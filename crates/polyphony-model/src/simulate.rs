@@ -6,7 +6,7 @@
 
 use crate::cdf::default_cdf_dir;
 use crate::error::ModelError;
-use crate::flowsim::FlowSim;
+use crate::flowsim::{FlowSim, FlowSimMode};
 use crate::model::{ModelInput, ModelOutput, NetworkModel};
 use crate::pktsim::PktSim;
 use crate::synth::{load_mix_cdfs, synthesize, SynthesisOptions};
@@ -20,25 +20,34 @@ use std::time::{Duration, Instant};
 /// Which model to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelKind {
-    /// The fast flow-level model.
+    /// The fast flow-level model, per-flow mode (`FlowSimMode::PerFlow`).
     FlowSim,
+    /// The fast flow-level model, aggregate mode (`FlowSimMode::Aggregate`: per-class fluid
+    /// backlogs; the faster and, on the reference scenario, more accurate mode — docs/models.md).
+    FlowSimAggregate,
     /// The packet-level simulator.
     PktSim,
 }
 
 impl ModelKind {
-    /// Parses `"flowsim"` or `"pktsim"`.
+    /// Parses `"flowsim"`, `"flowsim-aggregate"` or `"pktsim"`.
     pub fn parse(s: &str) -> Result<ModelKind, ModelError> {
         match s {
             "flowsim" => Ok(ModelKind::FlowSim),
+            "flowsim-aggregate" => Ok(ModelKind::FlowSimAggregate),
             "pktsim" => Ok(ModelKind::PktSim),
-            other => Err(ModelError::invalid("model", other, "use \"flowsim\" or \"pktsim\"")),
+            other => Err(ModelError::invalid(
+                "model",
+                other,
+                "use \"flowsim\", \"flowsim-aggregate\" or \"pktsim\"",
+            )),
         }
     }
     /// The model itself.
     pub fn model(self) -> Box<dyn NetworkModel> {
         match self {
             ModelKind::FlowSim => Box::new(FlowSim::default()),
+            ModelKind::FlowSimAggregate => Box::new(FlowSim::with_mode(FlowSimMode::Aggregate)),
             ModelKind::PktSim => Box::new(PktSim::default()),
         }
     }

@@ -92,6 +92,8 @@ pub struct DaemonArgs {
 pub enum ModelArg {
     /// Flow-level model: fast, approximate (the controller's model).
     Flowsim,
+    /// Flow-level model in its aggregate mode: per-class fluid backlogs, faster still.
+    FlowsimAggregate,
     /// Packet-level simulator: slower, the reference.
     Pktsim,
 }

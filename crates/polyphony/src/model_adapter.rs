@@ -19,6 +19,9 @@ use std::time::Instant;
 pub fn network_model(kind: ModelKind) -> Arc<dyn NetworkModel> {
     match kind {
         ModelKind::Flowsim => Arc::new(polyphony_model::FlowSim::default()),
+        ModelKind::FlowsimAggregate => Arc::new(polyphony_model::FlowSim::with_mode(
+            polyphony_model::FlowSimMode::Aggregate,
+        )),
         ModelKind::Pktsim => Arc::new(polyphony_model::PktSim::default()),
     }
 }
@@ -98,5 +101,56 @@ impl PerformanceModel for WindowModel {
                     .map_err(|e| ModelError(format!("{} on candidate {i}: {e}", self.model.name())))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::Traffic;
+    use polyphony_model::{FlowSim, FlowSimMode, ModelInput};
+
+    fn window() -> (Traffic, Arc<Workload>) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../configs/scenarios/reference-medium.toml"
+        );
+        let text = std::fs::read_to_string(path).expect("reference scenario");
+        let scenario = polyphony_spec::Scenario::from_toml(&text, path).expect("reference scenario");
+        let traffic = Traffic::new(scenario).expect("traffic");
+        let w = Arc::new(traffic.interval_workload(0, 3).expect("workload"));
+        (traffic, w)
+    }
+
+    #[test]
+    fn the_configured_model_kind_is_the_model_that_scores_the_candidates() {
+        let (traffic, w) = window();
+        let uniform = NetworkConfig::uniform(
+            &traffic.scenario.dscps(),
+            polyphony_spec::Bytes(30_000),
+            polyphony_spec::Packets(10),
+        );
+        let configs = [uniform, crate::demo::poor_config(&traffic.scenario)];
+        let scored = |kind| {
+            WindowModel::new(network_model(kind), traffic.context.clone(), w.clone(), pool(1))
+                .predict(&configs, 5)
+                .expect("model SLIs")
+        };
+        let direct = |mode| {
+            let input: ModelInput = traffic.context.input(w.clone(), 5);
+            FlowSim::with_mode(mode)
+                .evaluate(&input, &configs)
+                .into_iter()
+                .map(|r| r.expect("SLIs").sli)
+                .collect::<Vec<_>>()
+        };
+        let aggregate = scored(ModelKind::FlowsimAggregate);
+        assert_eq!(aggregate, direct(FlowSimMode::Aggregate));
+        assert_eq!(scored(ModelKind::Flowsim), direct(FlowSimMode::PerFlow));
+        assert_ne!(
+            aggregate,
+            scored(ModelKind::Flowsim),
+            "the two modes are different models"
+        );
     }
 }

@@ -58,6 +58,7 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
         scenario,
         match args.model {
             ModelArg::Flowsim => ModelKind::FlowSim,
+            ModelArg::FlowsimAggregate => ModelKind::FlowSimAggregate,
             ModelArg::Pktsim => ModelKind::PktSim,
         },
     );

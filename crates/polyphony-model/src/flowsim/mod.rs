@@ -333,7 +333,10 @@ impl FlowSim {
 
 impl NetworkModel for FlowSim {
     fn name(&self) -> &'static str {
-        "flowsim"
+        match self.options.mode {
+            FlowSimMode::PerFlow => "flowsim",
+            FlowSimMode::Aggregate => "flowsim-aggregate",
+        }
     }
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
         match self.plans.get(input, plan) {
