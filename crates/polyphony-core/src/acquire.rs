@@ -20,6 +20,14 @@
 //! explored where the GP was most uncertain (the scale study's intermediate run,
 //! `docs/evaluation.md` §5).
 //!
+//! The surrogate lives in the residual's space ([`crate::ResidualSpace`]): with the default
+//! log residual, Y is ln J ~ N(ln f + μ_R, σ_R²), EI is the expected improvement of ln J over
+//! ln g_best censored at ln(ln(N)/c), and ĝ is reported back in objective units. A class the
+//! model's window has no SLI of takes its last measured ratio for every candidate
+//! ([`crate::Objective::value_with_stand_in`]), so a light interval does not stop the loop.
+//! Candidates whose EI saturated at the bound are ordered by their uncensored mean (a 1e-9
+//! tie-break), so the search is never left on a flat plateau.
+//!
 //! Calls only the [`PerformanceModel`] it is given; no I/O of its own.
 
 use crate::ei::{censored_mean, expected_improvement_above, trust_penalty};
@@ -64,6 +72,9 @@ pub struct AcqContext<'a> {
     pub params: &'a ControllerParams,
     /// Points already sampled (for the space-filling initial design).
     pub known: &'a [Vec<f64>],
+    /// The last measured ratios (objective order): they stand in for a class the model's
+    /// window has no SLI of, the same value for every candidate.
+    pub stand_in: Option<&'a [f64]>,
 }
 
 /// One scored configuration.
@@ -79,12 +90,14 @@ pub struct Scored {
     pub f: f64,
     /// Residual posterior mean μ_R.
     pub mu: f64,
-    /// Residual posterior standard deviation σ_R.
+    /// Residual posterior standard deviation σ_R (in the residual's units).
     pub sigma: f64,
     /// The surrogate's mean with J ≥ ln(N)/c enforced: E[max(Y, ln(N)/c)] for
-    /// Y ~ N(f + μ_R, σ_R²) — never below the bound, `max(f + μ_R, bound)` when σ_R = 0.
+    /// Y ~ N(f + μ_R, σ_R²) — never below the bound, `max(f + μ_R, bound)` when σ_R = 0. With
+    /// the log residual ([`crate::ResidualSpace::Log`]) Y is ln J: ĝ = exp(E[max(Y, ln
+    /// bound)]), the surrogate's geometric mean.
     pub g_hat: f64,
-    /// Expected improvement.
+    /// Expected improvement (in log units with the log residual: of ln J over ln g_best).
     pub ei: f64,
     /// Distance to the trust-region centre.
     pub distance: f64,
@@ -110,7 +123,13 @@ pub struct AcqOutcome {
     pub evaluations: usize,
     /// Calls of `PerformanceModel::predict`.
     pub calls: usize,
+    /// Classes the model had no SLI of for some candidate; their measured ratio stood in.
+    pub stood_in: Vec<String>,
 }
+
+/// Weight of the uncensored surrogate mean in A_TR: only breaks ties between candidates whose
+/// EI saturated at the bound.
+const TIE_BREAK: f64 = 1e-9;
 
 struct Evaluator<'a> {
     ctx: &'a AcqContext<'a>,
@@ -118,6 +137,7 @@ struct Evaluator<'a> {
     order: RefCell<Vec<Vec<u64>>>,
     evaluations: RefCell<usize>,
     calls: RefCell<usize>,
+    stood_in: RefCell<Vec<String>>,
     error: RefCell<Option<CoreError>>,
 }
 
@@ -133,6 +153,7 @@ impl<'a> Evaluator<'a> {
             order: RefCell::new(Vec::new()),
             evaluations: RefCell::new(0),
             calls: RefCell::new(0),
+            stood_in: RefCell::new(Vec::new()),
             error: RefCell::new(None),
         }
     }
@@ -205,20 +226,41 @@ impl<'a> Evaluator<'a> {
         let mut order = self.order.borrow_mut();
         for (((k, xr, cfg), s), (mu, sigma)) in fresh.into_iter().zip(slis).zip(post) {
             let f = match &s {
-                Some(s) => c.objective.value(s).unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "model SLIs unusable; candidate discarded");
-                    f64::INFINITY
-                }),
+                Some(s) => match c.objective.value_with_stand_in(s, c.stand_in) {
+                    Ok((v, absent)) => {
+                        let mut seen = self.stood_in.borrow_mut();
+                        for a in absent {
+                            if !seen.contains(&a) {
+                                seen.push(a);
+                            }
+                        }
+                        v
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "model SLIs unusable; candidate discarded");
+                        f64::INFINITY
+                    }
+                },
                 None => 0.0,
             };
             let distance = c.space.distance(&xr, c.centre);
-            let floor = c.objective.lower_bound();
-            let g_hat = censored_mean(f + mu, sigma, floor);
-            let ei = expected_improvement_above(f + mu, sigma, c.g_best, floor);
+            // The surrogate lives in the residual's space (g, or ln g): Y ~ N(f' + μ_R, σ_R²).
+            let rs = c.params.residual;
+            let mean = rs.of_f(f, c.model.is_some()) + mu;
+            let floor = rs.of_g(c.objective.lower_bound());
+            let g_hat = rs.to_objective(censored_mean(mean, sigma, floor));
+            let ei = expected_improvement_above(mean, sigma, rs.of_g(c.g_best), floor);
             let pen = c
                 .radius
                 .map_or(0.0, |r| trust_penalty(distance, r, c.params.penalty_beta));
-            let acq = if f.is_finite() { -ei + pen } else { f64::INFINITY };
+            // EI saturates (exactly g_best − bound, in floating point) once the prediction is
+            // far below the bound; a tie-break on the uncensored mean, far below any real EI
+            // difference, keeps the lower prediction first so the search is not left flat.
+            let acq = if f.is_finite() && mean.is_finite() {
+                -ei + pen + TIE_BREAK * mean
+            } else {
+                f64::INFINITY
+            };
             order.push(k.clone());
             cache.insert(
                 k,
@@ -352,6 +394,7 @@ fn initial_design(ctx: &AcqContext<'_>, ev: &Evaluator<'_>) -> Result<AcqOutcome
         exploit: false,
         evaluations: 0,
         calls: 0,
+        stood_in: Vec::new(),
     })
 }
 
@@ -468,11 +511,13 @@ pub fn acquire(
     };
     let evaluations = *ev.evaluations.borrow();
     let calls = *ev.calls.borrow();
+    let stood_in = ev.stood_in.borrow().clone();
     Ok(AcqOutcome {
         best,
         exploit,
         evaluations,
         calls,
+        stood_in,
     })
 }
 
@@ -482,6 +527,7 @@ mod tests {
     use crate::controller::default_initial;
     use crate::gp::SurrogateStatus;
     use crate::ModelError;
+    use crate::ResidualSpace;
     use polyphony_spec::{BitsPerSec, ClassSli, Dscp, KnobSpace, TrafficClass};
 
     /// Every configuration gets p99 = `ratio` × its class's SLO.
@@ -513,14 +559,17 @@ mod tests {
         }
     }
 
-    /// The scored start configuration under a constant residual surrogate (μ, σ).
-    fn scored_with_residual(mu: f64, sigma: f64, g_best: f64) -> (Scored, f64) {
+    /// The scored start configuration under a constant residual surrogate (μ, σ) in `space`.
+    fn scored_in(space_of_r: ResidualSpace, mu: f64, sigma: f64, g_best: f64) -> (Scored, f64) {
         let classes = vec![
             TrafficClass::new("AF11", Dscp::AF11, 10.0),
             TrafficClass::new("AF21", Dscp::AF21, 13.0),
             TrafficClass::new("AF31", Dscp::AF31, 17.0),
         ];
-        let params = ControllerParams::default();
+        let params = ControllerParams {
+            residual: space_of_r,
+            ..ControllerParams::default()
+        };
         let objective = Objective::new(&classes, params.lse_sharpness, params.fairness_weight).unwrap();
         let dscps: Vec<Dscp> = classes.iter().map(|c| c.dscp).collect();
         let space = Space::new(&KnobSpace::per_class_default(&dscps, BitsPerSec(100_000_000)), None).unwrap();
@@ -543,12 +592,18 @@ mod tests {
             g_best,
             params: &params,
             known: &[],
+            stand_in: None,
         };
         let ev = Evaluator::new(&ctx);
         let acq = ev.score(&[space.opt_of(&centre)]);
         assert!(acq[0].is_finite());
         let s = ev.cache.borrow().values().next().cloned().unwrap();
         (s, objective.lower_bound())
+    }
+
+    /// The paper's additive residual.
+    fn scored_with_residual(mu: f64, sigma: f64, g_best: f64) -> (Scored, f64) {
+        scored_in(ResidualSpace::Additive, mu, sigma, g_best)
     }
 
     #[test]
@@ -579,5 +634,29 @@ mod tests {
         assert!((c.f + c.mu - bound) / 0.04 > 10.0);
         assert!((c.g_hat() - (c.f + c.mu)).abs() < 1e-12);
         assert!((c.ei - crate::ei::expected_improvement(c.f + c.mu, 0.04, g_best)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_log_residual_scales_the_model_and_censors_ln_j_at_the_bound() {
+        let g_best = 0.9;
+        // The model says f = J(0.5, 0.5, 0.5); a residual of ln 0.64 (the model overestimates
+        // by 1/0.64, as at the testbed's poor start) scales it, it does not shift it.
+        let (a, bound) = scored_in(ResidualSpace::Log, 0.64f64.ln(), 0.0, g_best);
+        assert!(
+            (a.g_hat() - 0.64 * a.f).abs() < 1e-12,
+            "{} vs {}",
+            a.g_hat(),
+            0.64 * a.f
+        );
+        assert!(
+            (a.ei - (g_best.ln() - (0.64 * a.f).ln())).abs() < 1e-12,
+            "EI in log units: {}",
+            a.ei
+        );
+        // A residual far below: ĝ stops at the bound and EI at ln g_best − ln bound.
+        let (b, _) = scored_in(ResidualSpace::Log, -50.0, 0.2, g_best);
+        assert!((b.g_hat() - bound).abs() < 1e-9, "{} vs {bound}", b.g_hat());
+        assert!((b.ei - (g_best.ln() - bound.ln())).abs() < 1e-9);
+        assert!(b.ei >= a.ei);
     }
 }

@@ -12,6 +12,7 @@ use crate::gp::{self, FitMode, GpSettings, Surrogate, SurrogateStatus};
 use crate::model::PerformanceModel;
 use crate::objective::Objective;
 use crate::params::ControllerParams;
+use crate::residual::ResidualSpace;
 use crate::samples::{Admission, Sample, SampleWindow};
 use crate::space::Space;
 use crate::CoreError;
@@ -154,9 +155,9 @@ pub struct Proposal {
     pub model_slis: Option<SliVector>,
     /// Predicted objective ĝ = E[max(f + μ_R + σ_R·ε, ln(N)/c)]: the surrogate's mean with J's
     /// lower bound enforced (`max(f + μ_R, ln(N)/c)` when σ_R = 0; None when the tuner has no
-    /// surrogate).
+    /// surrogate). With the log residual, exp(E[max(ln f + μ_R + σ_R·ε, ln(ln(N)/c))]).
     pub g_hat: Option<f64>,
-    /// Its standard deviation σ_R.
+    /// Its standard deviation σ_R (a factor e^{σ_R} with the log residual).
     pub sigma: Option<f64>,
     /// Expected improvement over g_best.
     pub expected_improvement: Option<f64>,
@@ -184,6 +185,9 @@ struct Pending {
     x: Vec<f64>,
     config: NetworkConfig,
     g: f64,
+    /// The measured ratios: they stand in for a class the model's window has no SLI of.
+    #[serde(default)]
+    ratios: Vec<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,11 +213,16 @@ struct State {
     warmup_g: Vec<f64>,
     #[serde(default)]
     warmup_centre: Option<Vec<f64>>,
+    /// The last measured ratios, in objective order: the acquisition's stand-in for a class
+    /// the model's window has no SLI of ([`Objective::value_with_stand_in`]).
+    #[serde(default)]
+    last_ratios: Option<Vec<f64>>,
 }
 
 impl State {
     /// A measured (denoised) g at `x`: into the rolling best, and pending admission.
-    fn record(&mut self, x: Vec<f64>, config: &NetworkConfig, g: f64) {
+    fn record(&mut self, x: Vec<f64>, config: &NetworkConfig, g: f64, ratios: &[f64]) {
+        self.last_ratios = Some(ratios.to_vec());
         self.best.push(Measured {
             iteration: self.iteration,
             g,
@@ -224,6 +233,7 @@ impl State {
             x,
             config: config.clone(),
             g,
+            ratios: ratios.to_vec(),
         });
     }
 }
@@ -307,6 +317,7 @@ impl Controller {
             last_proposal: None,
             warmup_g: Vec::new(),
             warmup_centre: None,
+            last_ratios: None,
         };
         Ok(Controller {
             space,
@@ -417,7 +428,7 @@ impl Controller {
                 }
             }
         }
-        st.record(x, &obs.config, d.value);
+        st.record(x, &obs.config, d.value, &ratios);
         let report = ObserveReport {
             iteration: st.iteration,
             ratios,
@@ -447,7 +458,7 @@ impl Controller {
         let feats: Vec<Vec<f64>> = s.iter().map(|s| self.space.features(&s.x)).collect();
         (
             Array2::from_shape_fn((s.len(), nf), |(i, j)| feats[i][j]),
-            Array1::from_iter(s.iter().map(|s| s.residual())),
+            Array1::from_iter(s.iter().map(|s| s.residual(self.params.residual, self.variant.model))),
         )
     }
 
@@ -467,9 +478,21 @@ impl Controller {
     /// in measurement noise; their minimum would be a lucky window that the control loop
     /// rarely beats, pinning the trust region. The warm-up does not count towards regime
     /// shifts or trust-region growth, since the caller, not the controller, chose the
-    /// configuration. Returns the admission decision (empty when the model could not score
-    /// the configuration). Pick the configurations with [`crate::warmup::design`].
+    /// configuration. Returns the admission decision (empty when the model's SLIs at the
+    /// configuration were unusable, e.g. a class without flows in the model's window). A
+    /// failing model call is an error and leaves the controller as it was, so the same
+    /// observation can be offered again. Pick the configurations with
+    /// [`crate::warmup::design`].
     pub fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<Vec<Admission>, CoreError> {
+        let before = self.state.clone();
+        let out = self.warm_up_inner(obs, model);
+        if out.is_err() {
+            self.state = before;
+        }
+        out
+    }
+
+    fn warm_up_inner(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<Vec<Admission>, CoreError> {
         let ratios = self.objective.ratios(&obs.slis)?;
         let g_raw = self.objective.of_ratios(&ratios);
         let x = self.space.point_of_config(&obs.config)?;
@@ -487,11 +510,13 @@ impl Controller {
             g: crate::denoise::median(&mut st.warmup_g.clone()),
             x: centre,
         });
+        st.last_ratios = Some(ratios.clone());
         st.pending.push(Pending {
             iteration: st.iteration,
             x,
             config: obs.config.clone(),
             g: d.value,
+            ratios,
         });
         st.iteration += 1;
         let model = if self.variant.model { Some(model) } else { None };
@@ -533,7 +558,13 @@ impl Controller {
                     ))));
                 }
                 out.iter()
-                    .map(|s| self.objective.value(s).unwrap_or(f64::NAN))
+                    .zip(&pending)
+                    .map(|(s, p)| {
+                        let stand_in = (!p.ratios.is_empty()).then_some(p.ratios.as_slice());
+                        self.objective
+                            .value_with_stand_in(s, stand_in)
+                            .map_or(f64::NAN, |(v, _)| v)
+                    })
                     .collect()
             }
             _ => vec![0.0; pending.len()],
@@ -561,7 +592,8 @@ impl Controller {
                 let feat = Array2::from_shape_vec((1, self.space.n_features()), self.space.features(&sample.x))
                     .map_err(|e| CoreError::State(e.to_string()))?;
                 let (mu, sd) = s.predict(&feat)[0];
-                (sample.residual() - mu).abs() > self.params.surprise_sigmas * sd.max(1e-12)
+                (sample.residual(self.params.residual, self.variant.model) - mu).abs()
+                    > self.params.surprise_sigmas * sd.max(1e-12)
             } else {
                 false
             };
@@ -626,12 +658,21 @@ impl Controller {
             radius,
             g_best: best.g,
             params: &self.params,
+            stand_in: self.state.last_ratios.as_deref(),
         };
         let out = acquire(&ctx, &extra, &mut self.state.rng)?;
         evaluations += out.evaluations;
         calls += out.calls;
         let b = out.best;
-        let reason = if self.state.regime_shift_pending {
+        let stood_in = if out.stood_in.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the model's window completed no flow of {}: the measured ratio stands in",
+                out.stood_in.join(", ")
+            )
+        };
+        let mut reason = if self.state.regime_shift_pending {
             Reason {
                 kind: ReasonKind::RegimeShift,
                 text: format!(
@@ -657,16 +698,24 @@ impl Controller {
             Reason {
                 kind: ReasonKind::ExpectedImprovement,
                 text: format!(
-                    "expected improvement {:.4} over g_best = {:.4}: ĝ = {:.4} ± {:.4} at distance {:.3}{}",
+                    "expected improvement {:.4}{} over g_best = {:.4}: ĝ = {:.4} {} at distance {:.3}{}",
                     b.ei,
+                    match self.params.residual {
+                        ResidualSpace::Additive => "",
+                        ResidualSpace::Log => " (of ln J)",
+                    },
                     best.g,
                     b.g_hat(),
-                    b.sigma,
+                    match self.params.residual {
+                        ResidualSpace::Additive => format!("± {:.4}", b.sigma),
+                        ResidualSpace::Log => format!("×÷ {:.3}", b.sigma.exp()),
+                    },
                     b.distance,
                     radius.map_or(" (no trust region)".to_string(), |r| format!(" (radius {r:.3})"))
                 ),
             }
         };
+        reason.text += &stood_in;
         let proposal = Proposal {
             iteration: self.state.proposals,
             config: b.config.clone(),

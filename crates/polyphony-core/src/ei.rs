@@ -52,6 +52,10 @@ pub fn expected_improvement(mu: f64, sigma: f64, g_best: f64) -> f64 {
 /// uncertain one) instead of all tying, as clamping μ alone would make them; equal to the plain
 /// EI when μ is many σ above the floor; `g_best − max(μ, floor)` (if positive) when σ = 0.
 pub fn expected_improvement_above(mu: f64, sigma: f64, g_best: f64, floor: f64) -> f64 {
+    if floor == f64::NEG_INFINITY {
+        // No floor (ln of a zero bound, one class): the plain EI.
+        return expected_improvement(mu, sigma, g_best);
+    }
     if g_best <= floor {
         return 0.0;
     }
@@ -62,6 +66,9 @@ pub fn expected_improvement_above(mu: f64, sigma: f64, g_best: f64, floor: f64) 
 /// `= floor + E[(Y − floor)⁺]` for `Y ~ N(mu, sigma²)`. At least `floor` and at least μ;
 /// `max(μ, floor)` when σ = 0.
 pub fn censored_mean(mu: f64, sigma: f64, floor: f64) -> f64 {
+    if floor == f64::NEG_INFINITY {
+        return mu;
+    }
     if sigma.is_nan() || sigma <= 1e-12 {
         return mu.max(floor);
     }

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod model;
 pub mod objective;
 pub mod params;
+pub mod residual;
 pub mod samples;
 pub mod space;
 pub mod tuner;
@@ -43,6 +44,7 @@ pub use metrics::{convergence_iteration, hindsight_regret, min_max_fairness, run
 pub use model::{ModelError, NoModel, PerformanceModel};
 pub use objective::Objective;
 pub use params::{ControllerParams, LocalSolver};
+pub use residual::ResidualSpace;
 pub use samples::Admission;
 pub use space::Space;
 pub use tuner::{FixedConfig, Tuner};

@@ -21,6 +21,9 @@ use crate::CoreError;
 use polyphony_spec::{Dscp, SliVector, TrafficClass};
 use serde::{Deserialize, Serialize};
 
+/// Why a class's SLI is unusable when it is absent.
+const MISSING: &str = "missing: no SLI was reported for this class (no completed flows?)";
+
 /// One class's target inside the objective.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassTarget {
@@ -105,7 +108,7 @@ impl Objective {
             .map(|t| {
                 let s = slis.get(t.dscp).ok_or_else(|| CoreError::InvalidSli {
                     class: t.name.clone(),
-                    why: "missing: no SLI was reported for this class (no completed flows?)".into(),
+                    why: MISSING.into(),
                 })?;
                 let y = s.at(t.percentile).ok_or_else(|| CoreError::InvalidSli {
                     class: t.name.clone(),
@@ -140,6 +143,59 @@ impl Objective {
     /// J of an SLI vector.
     pub fn value(&self, slis: &SliVector) -> Result<f64, CoreError> {
         Ok(self.of_ratios(&self.ratios(slis)?))
+    }
+
+    /// J of a model's prediction in which a class may be absent: a class with no SLI at all
+    /// (none of its flows completed in the model's window — a light interval) takes
+    /// `stand_in[i]`, its measured ratio, instead of failing every candidate alike. The model
+    /// then ranks the candidates by the classes it did see. Returns J and the names of the
+    /// classes that were stood in for. Any other defect (a non-finite or non-positive SLI, a
+    /// missing percentile), or a missing class without a stand-in, is the error
+    /// [`Objective::ratios`] gives.
+    pub fn value_with_stand_in(
+        &self,
+        slis: &SliVector,
+        stand_in: Option<&[f64]>,
+    ) -> Result<(f64, Vec<String>), CoreError> {
+        let mut present = SliVector { classes: Vec::new() };
+        let mut absent = Vec::new();
+        for (i, t) in self.targets.iter().enumerate() {
+            match (slis.get(t.dscp), stand_in.and_then(|s| s.get(i))) {
+                (Some(c), _) => present.classes.push(*c),
+                (None, Some(&r)) if r.is_finite() && r >= 0.0 => absent.push((i, r)),
+                (None, _) => {
+                    return Err(CoreError::InvalidSli {
+                        class: t.name.clone(),
+                        why: MISSING.into(),
+                    })
+                }
+            }
+        }
+        if absent.is_empty() {
+            return Ok((self.value(slis)?, Vec::new()));
+        }
+        // Ratios of the present classes, checked as usual; then the stand-ins in their places.
+        let kept: Vec<ClassTarget> = self
+            .targets
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !absent.iter().any(|(a, _)| a == i))
+            .map(|(_, t)| t.clone())
+            .collect();
+        let partial = Objective {
+            targets: kept,
+            ..self.clone()
+        };
+        let mut got = partial.ratios(&present)?.into_iter();
+        let mut r = Vec::with_capacity(self.targets.len());
+        for i in 0..self.targets.len() {
+            match absent.iter().find(|(a, _)| *a == i) {
+                Some(&(_, v)) => r.push(v),
+                None => r.push(got.next().unwrap_or(f64::NAN)),
+            }
+        }
+        let names = absent.iter().map(|(i, _)| self.targets[*i].name.clone()).collect();
+        Ok((self.of_ratios(&r), names))
     }
 }
 
@@ -211,6 +267,38 @@ mod tests {
         };
         let e = o.value(&s).unwrap_err().to_string();
         assert!(e.contains("AF21") && e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn a_class_the_model_did_not_see_takes_its_measured_ratio() {
+        let o = Objective::new(&classes(), 10.0, 0.5).unwrap();
+        let model = SliVector {
+            classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, 13.0)],
+        };
+        // Without a stand-in the missing class is the usual error.
+        let e = o.value_with_stand_in(&model, None).unwrap_err().to_string();
+        assert!(e.contains("AF31") && e.contains("missing"), "{e}");
+        // With one, J is that of the measured ratio in AF31's place.
+        let (j, absent) = o.value_with_stand_in(&model, Some(&[9.0, 9.0, 1.5])).unwrap();
+        assert_eq!(absent, vec!["AF31".to_string()]);
+        assert!((j - o.of_ratios(&[0.5, 1.0, 1.5])).abs() < 1e-12, "{j}");
+        // A class that is present but broken is still an error, stand-in or not.
+        let broken = SliVector {
+            classes: vec![sli(Dscp::AF11, f64::NAN), sli(Dscp::AF21, 13.0)],
+        };
+        let e = o
+            .value_with_stand_in(&broken, Some(&[1.0, 1.0, 1.0]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("SLI of class AF11"), "{e}");
+        // Everything present: the plain value.
+        let all = SliVector {
+            classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, 13.0), sli(Dscp::AF31, 34.0)],
+        };
+        assert_eq!(
+            o.value_with_stand_in(&all, Some(&[9.0; 3])).unwrap(),
+            (o.value(&all).unwrap(), vec![])
+        );
     }
 
     #[test]

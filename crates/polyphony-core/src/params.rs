@@ -1,6 +1,7 @@
 //! Every hyperparameter of the controller, with its default and the reason for it, in one
 //! place. Validation names the offending field. Pure data; touches nothing else.
 
+use crate::residual::ResidualSpace;
 use crate::CoreError;
 use serde::{Deserialize, Serialize};
 
@@ -98,8 +99,15 @@ pub struct ControllerParams {
     pub gp_max_eval: usize,
     /// Fewest admitted samples before a GP is fitted; below, the prior is used. 3.
     pub gp_min_samples: usize,
-    /// Prior standard deviation of the residual (objective units) before any fit. 0.3: the
-    /// order of a 30 % model error on a ratio near 1.
+    /// Where the residual GP learns the model's error ([`ResidualSpace`]): `log` (R = ln g −
+    /// ln f, EI on ln J) or `additive` (the paper's R = g − f). Log: the model's error on J
+    /// is relative, and an additive residual learned at a poor configuration pushes every
+    /// good candidate below J's lower bound (`crate::residual`; measurements in
+    /// docs/controller.md).
+    pub residual: ResidualSpace,
+    /// Prior standard deviation of the residual before any fit, in the residual's units
+    /// (objective units, or log units with `residual = log`). 0.3: the order of a 30 % model
+    /// error (on a ratio near 1, when additive).
     pub gp_prior_sigma: f64,
     /// Random candidates scored in the first batch. 64.
     pub acq_random_candidates: usize,
@@ -146,6 +154,7 @@ impl Default for ControllerParams {
             gp_reselect_every: 5,
             gp_max_eval: 60,
             gp_min_samples: 3,
+            residual: ResidualSpace::Log,
             gp_prior_sigma: 0.3,
             acq_random_candidates: 64,
             acq_refine_starts: 3,

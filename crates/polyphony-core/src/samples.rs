@@ -5,6 +5,7 @@
 //! *refreshes* the stored one (newest measurement wins), so a changed system is not explained
 //! with stale values. Pure data structure; no I/O.
 
+use crate::residual::ResidualSpace;
 use crate::space::Space;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -23,9 +24,10 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// The residual R = g − f.
-    pub fn residual(&self) -> f64 {
-        self.g - self.f
+    /// The residual the GP learns: R = g − f, or ln g − ln f (`space`); the model-free
+    /// variants (`with_model = false`) learn g or ln g itself.
+    pub fn residual(&self, space: ResidualSpace, with_model: bool) -> f64 {
+        space.residual(self.g, self.f, with_model)
     }
 }
 
