@@ -199,10 +199,17 @@ pub fn run_tuner(
         tick();
     }
     if let Some(m) = &last {
-        // The first control configuration, chosen on the warm-up datapoints.
+        // The first control configuration, chosen on the warm-up datapoints; its decision is
+        // recorded on the last warm-up row (the window it was decided after).
+        let t0 = Instant::now();
         let p = t
             .propose(&model_of(m))
             .map_err(|e| fail(0, format!("propose after warm-up: {e}")))?;
+        if let Some(rec) = warmup.last_mut() {
+            rec.decide_s += t0.elapsed().as_secs_f64();
+            rec.model_evaluations += p.model_evaluations;
+            rec.reason = format!("{}; then: {}", rec.reason, p.reason.text);
+        }
         config = p.config;
     }
     let mut records = Vec::with_capacity(setup.iterations);

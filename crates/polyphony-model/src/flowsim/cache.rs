@@ -18,8 +18,11 @@
 //! **Threads.** The model is `Sync` and is called from several threads at once with parts of one
 //! batch (`polyphony::model_adapter::WindowModel`): the first caller plans while holding the
 //! lock, the others wait and then share the plan; the aggregate part is built once on first
-//! use (`OnceLock`). Only complete plans are stored, so a panic while planning leaves the
-//! cache empty, never half-written. Planning errors are not cached.
+//! use (`OnceLock`). Only complete plans are stored: a plan is built before the stored one is
+//! replaced, so a panic while planning leaves the previous plan in place, never a half-written
+//! one. Planning errors are not cached. Callers that run different windows at the same time
+//! (the evaluation harness's parallel runs) should give each its own model value, or they
+//! re-plan on nearly every call.
 //!
 //! May touch only its own state; the plan itself is built by the parent module.
 
