@@ -6,6 +6,9 @@
 //! replays 600 flows (3 senders, 3 classes, 2–100 kB) and logs each one's ground truth.
 //!
 //! Checked, with the tolerances stated here:
+//! - the probe counted no lost record (`untracked_close`, `open_failed`, `ringbuf_full` are 0) and
+//!   the agent read every record it wrote; all its counters are printed, with the kernel's count
+//!   of events it did not deliver (`missed_events`);
 //! - every finished emu flow is captured exactly once (one sender→receiver flow per connection,
 //!   no flow Workfeed saw that emu did not send), with the exact payload size and the class's DSCP;
 //! - hosts map to the model's ids (senders 0..2, receiver 3);
@@ -148,7 +151,34 @@ fn workfeed_captures_every_emu_flow_once_and_sampling_reconstructs_bytes() {
         rack.metrics().records_accepted.get(),
         upstream.metrics().records_accepted.get()
     );
+    let probe: Vec<String> = agent_metrics
+        .probe_counters()
+        .iter()
+        .map(|(name, v)| format!("{name} {v}"))
+        .collect();
+    println!(
+        "probe counters: {}; rack dropped: duplicate {}, conflict {}",
+        probe.join(", "),
+        rack.metrics().dropped("duplicate"),
+        rack.metrics().dropped("conflict")
+    );
     assert!(truth.len() as f64 >= 0.98 * FLOWS as f64, "{:?}", r.summary);
+    // Nothing lost where the probe can count it, and everything it wrote reached the agent.
+    let counter = |name: &str| {
+        agent_metrics
+            .probe_counters()
+            .into_iter()
+            .find(|&(n, _)| n == name)
+            .map_or(0, |(_, v)| v)
+    };
+    for lost in ["untracked_close", "open_failed", "ringbuf_full"] {
+        assert_eq!(counter(lost), 0, "probe counter {lost}: {probe:?}");
+    }
+    assert_eq!(
+        counter("emitted") as u64,
+        agent_metrics.records_captured.get(),
+        "records the probe wrote vs records the agent read: {probe:?}"
+    );
 
     // --- every flow exactly once, exact size, right class and hosts, duration in tolerance ---
     let w = rack.window_between(Nanos(0), Nanos(u64::MAX)).expect("window");

@@ -128,7 +128,8 @@ pub enum Stat {
     Filtered = 2,
     /// Connections tracked from their open.
     Opened = 3,
-    /// Closes of connections that were not tracked (opened before the probe, or filtered).
+    /// Closes of wanted connections that were not tracked: opened before the probe loaded, or
+    /// the open event was missed (see the programs' `recursion_misses`).
     UntrackedClose = 4,
     /// Tracked attempts that closed before the handshake completed.
     NeverEstablished = 5,
@@ -136,11 +137,15 @@ pub enum Stat {
     RingbufFull = 6,
     /// Records written to the ring buffer.
     Emitted = 7,
+    /// Wanted connections not tracked because the open-flow map was full (their records are lost).
+    OpenFailed = 8,
+    /// Tracked connections whose close event was missed, recorded when the socket was destroyed.
+    ClosedAtDestroy = 9,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 8] = [
+    pub const ALL: [Stat; 10] = [
         Stat::Events,
         Stat::NotIpv4,
         Stat::Filtered,
@@ -149,6 +154,8 @@ impl Stat {
         Stat::NeverEstablished,
         Stat::RingbufFull,
         Stat::Emitted,
+        Stat::OpenFailed,
+        Stat::ClosedAtDestroy,
     ];
     /// A snake_case name for metrics.
     pub fn name(self) -> &'static str {
@@ -161,6 +168,8 @@ impl Stat {
             Stat::NeverEstablished => "never_established",
             Stat::RingbufFull => "ringbuf_full",
             Stat::Emitted => "emitted",
+            Stat::OpenFailed => "open_failed",
+            Stat::ClosedAtDestroy => "closed_at_destroy",
         }
     }
 }

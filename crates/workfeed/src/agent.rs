@@ -6,7 +6,7 @@
 //! this agent's epoch (the agent's start time), so the aggregator counts loss exactly.
 
 use crate::loader::{LoadError, Probe, ProbeFilter, RecordReader};
-use crate::metrics::{AgentMetrics, ProbeLabel};
+use crate::metrics::{AgentMetrics, ProbeLabel, MISSED_EVENTS};
 use crate::record::FlowRecord;
 use crate::sampling::KeepProbability;
 use crate::wire::{self, AuthKey, Batch, MAX_RECORDS};
@@ -168,18 +168,19 @@ impl Sender {
 }
 
 fn publish_probe_stats(probe: &Probe, metrics: &AgentMetrics) {
+    let set = |name: &str, v: u64| {
+        metrics
+            .probe
+            .get_or_create(&ProbeLabel { counter: name.into() })
+            .set(i64::try_from(v).unwrap_or(i64::MAX));
+    };
     match probe.stats() {
-        Ok(stats) => {
-            for (s, v) in stats {
-                metrics
-                    .probe
-                    .get_or_create(&ProbeLabel {
-                        counter: s.name().into(),
-                    })
-                    .set(i64::try_from(v).unwrap_or(i64::MAX));
-            }
-        }
+        Ok(stats) => stats.into_iter().for_each(|(s, v)| set(s.name(), v)),
         Err(e) => tracing::warn!(error = %e, "reading the probe's counters failed"),
+    }
+    match probe.missed_events() {
+        Ok(v) => set(MISSED_EVENTS, v),
+        Err(e) => tracing::warn!(error = %e, "reading the probe programs' missed events failed"),
     }
 }
 
@@ -201,7 +202,7 @@ impl Agent {
             .take_records()?
             .ok_or(LoadError::MissingPart(workfeed_ebpf::names::RECORDS_MAP))?;
         let sender = Sender::new(cfg, metrics.clone()).await?;
-        tracing::info!(filter = ?filter, "Workfeed probe attached to sock:inet_sock_set_state");
+        tracing::info!(filter = ?filter, "Workfeed probe attached to the raw tracepoints inet_sock_set_state and tcp_destroy_sock");
         Ok(Agent {
             probe,
             reader,

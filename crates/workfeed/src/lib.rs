@@ -2,7 +2,8 @@
 //!
 //! The pieces, host to controller:
 //! - [`loader`]: loads the probe embedded by `workfeed-ebpf` with aya, attaches it to the
-//!   tracepoint `sock:inet_sock_set_state`, sets its filters and reads its ring buffer on tokio.
+//!   raw tracepoints `inet_sock_set_state` and `tcp_destroy_sock`, sets its filters and reads its
+//!   ring buffer on tokio.
 //! - [`agent`]: turns probe records into [`FlowRecord`]s (wall-clock times), samples
 //!   ([`sampling`]), batches and sends them over UDP ([`wire`]).
 //! - [`aggregator`]: receives from many agents, de-duplicates and counts loss ([`Collector`]),

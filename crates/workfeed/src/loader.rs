@@ -1,16 +1,20 @@
-//! Loads the capture probe with aya, attaches it, sets its filters, reads its ring buffer.
+//! Loads the capture probe with aya, attaches it, sets its filters, reads its ring buffer and its
+//! counters.
 //!
-//! Touches the kernel: loading BPF programs and maps (root or CAP_BPF + CAP_PERFMON), mounting
-//! tracefs at `/sys/kernel/tracing` when it is absent (aya finds tracepoints there). Nothing is
-//! pinned: the program stays attached while the [`Probe`] lives and is detached when it is dropped
-//! or the process exits, so a crash leaves nothing behind.
+//! Touches the kernel: loading BPF programs and maps (root or CAP_BPF + CAP_PERFMON) and attaching
+//! them to the raw tracepoints `inet_sock_set_state` and `tcp_destroy_sock`; reading the programs'
+//! kernel statistics (`BPF_OBJ_GET_INFO_BY_FD`). Nothing is pinned: the programs stay attached
+//! while the [`Probe`] lives and are detached when it is dropped or the process exits, so a crash
+//! leaves nothing behind.
 //!
-//! The tracepoint is machine-wide; filters restrict capture to server ports and/or network
+//! The tracepoints are machine-wide; filters restrict capture to server ports and/or network
 //! namespaces (by inode, e.g. of `/run/netns/NAME`).
 
 use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::TracePoint;
+use aya::programs::RawTracePoint;
 use aya::Ebpf;
+use aya_obj::generated::{bpf_cmd, bpf_prog_info};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -45,9 +49,6 @@ pub enum LoadError {
     /// Not root.
     #[error("loading eBPF needs root (or CAP_BPF and CAP_PERFMON); run as root")]
     NotRoot,
-    /// tracefs is absent and could not be mounted.
-    #[error("tracefs is not mounted at /sys/kernel/tracing and mounting it failed: {0}")]
-    Tracefs(String),
     /// The kernel or aya refused the object.
     #[error("loading the Workfeed probe failed: {0}")]
     Load(String),
@@ -97,42 +98,29 @@ impl std::fmt::Debug for Probe {
     }
 }
 
-fn ensure_tracefs() -> Result<(), LoadError> {
-    let dir = Path::new("/sys/kernel/tracing");
-    let populated = |p: &Path| std::fs::read_dir(p).map(|mut d| d.next().is_some()).unwrap_or(false);
-    if populated(dir) || populated(Path::new("/sys/kernel/debug/tracing")) {
-        return Ok(());
-    }
-    let c = |s: &str| std::ffi::CString::new(s).map_err(|e| LoadError::Tracefs(e.to_string()));
-    let (src, target, fstype) = (c("tracefs")?, c("/sys/kernel/tracing")?, c("tracefs")?);
-    // SAFETY: all pointers are valid NUL-terminated strings for the duration of the call.
-    let rc = unsafe { libc::mount(src.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
-    if rc != 0 && !populated(dir) {
-        return Err(LoadError::Tracefs(std::io::Error::last_os_error().to_string()));
-    }
-    Ok(())
-}
-
 impl Probe {
-    /// Loads the embedded probe, applies `filter` and attaches it to `sock:inet_sock_set_state`.
+    /// Loads the embedded probe, applies `filter` and attaches its programs to the raw
+    /// tracepoints `inet_sock_set_state` and `tcp_destroy_sock`.
     pub fn load(filter: &ProbeFilter) -> Result<Probe, LoadError> {
         let object = workfeed_ebpf::object()?;
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err(LoadError::NotRoot);
         }
-        ensure_tracefs()?;
-        let mut ebpf = Ebpf::load(object).map_err(|e| LoadError::Load(e.to_string()))?;
-        // Filters go in before the program is attached, so nothing unwanted is captured.
+        let mut ebpf = Ebpf::load(object).map_err(|e| LoadError::Load(format!("{e} ({e:?})")))?;
+        // Filters go in before the programs are attached, so nothing unwanted is captured. The
+        // destruction hook goes first: it only acts on entries the state hook creates.
         apply_filter(&mut ebpf, filter)?;
-        let prog: &mut TracePoint = ebpf
-            .program_mut(names::PROGRAM)
-            .ok_or(LoadError::MissingPart(names::PROGRAM))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| LoadError::Load(e.to_string()))?;
-        prog.load().map_err(|e| LoadError::Load(format!("{e} ({e:?})")))?;
-        prog.attach(names::TRACEPOINT_CATEGORY, names::TRACEPOINT_NAME)
-            .map_err(|e| LoadError::Load(format!("attaching to sock:inet_sock_set_state: {e}")))?;
+        for (program, tracepoint) in [
+            (names::DESTROY_PROGRAM, names::DESTROY_TRACEPOINT_NAME),
+            (names::PROGRAM, names::TRACEPOINT_NAME),
+        ] {
+            let prog = raw_tracepoint(&mut ebpf, program)?;
+            prog.load()
+                .map_err(|e| LoadError::Load(format!("{program}: {e} ({e:?})")))?;
+            prog.attach(tracepoint)
+                .map_err(|e| LoadError::Load(format!("attaching {program} to raw tracepoint {tracepoint}: {e}")))?;
+        }
         let map = ebpf
             .take_map(names::RECORDS_MAP)
             .ok_or(LoadError::MissingPart(names::RECORDS_MAP))?;
@@ -164,6 +152,23 @@ impl Probe {
             .collect()
     }
 
+    /// Events the kernel did not deliver to the probe's programs (`recursion_misses`, summed over
+    /// both): a raw tracepoint program is skipped when it is already running on the same CPU
+    /// (e.g. interrupted by a softirq that changes another socket's state). A missed open loses
+    /// that socket's record (counted again as `untracked_close` when it closes); a missed close is
+    /// recovered at the socket's destruction (`closed_at_destroy`).
+    pub fn missed_events(&self) -> Result<u64, LoadError> {
+        let mut total = 0;
+        for name in [names::PROGRAM, names::DESTROY_PROGRAM] {
+            let prog = self.ebpf.program(name).ok_or(LoadError::MissingPart(name))?;
+            let fd = prog.fd().map_err(|e| LoadError::Load(format!("{name}: {e}")))?;
+            total += prog_info(fd.as_fd())
+                .map_err(|e| LoadError::Load(format!("reading the kernel statistics of {name}: {e}")))?
+                .recursion_misses;
+        }
+        Ok(total)
+    }
+
     /// Takes the ring-buffer reader (once; later calls return `None`). Needs a tokio runtime.
     pub fn take_records(&mut self) -> Result<Option<RecordReader>, LoadError> {
         match self.records.take() {
@@ -177,6 +182,44 @@ impl Probe {
             }
         }
     }
+}
+
+fn raw_tracepoint<'a>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut RawTracePoint, LoadError> {
+    ebpf.program_mut(name)
+        .ok_or(LoadError::MissingPart(name))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| LoadError::Load(format!("{name}: {e}")))
+}
+
+/// The kernel's `bpf_prog_info` of a loaded program (aya 0.14 does not expose `recursion_misses`).
+fn prog_info(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<bpf_prog_info> {
+    // SAFETY: bpf_prog_info is plain old data; all-zero is a valid value.
+    let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };
+    #[repr(C)]
+    struct InfoAttr {
+        bpf_fd: u32,
+        info_len: u32,
+        info: u64,
+    }
+    let mut attr = InfoAttr {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: std::mem::size_of::<bpf_prog_info>() as u32,
+        info: (&mut info as *mut bpf_prog_info) as u64,
+    };
+    // SAFETY: attr is a valid BPF_OBJ_GET_INFO_BY_FD attribute whose `info` points to a writable
+    // buffer of `info_len` bytes that outlives the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            bpf_cmd::BPF_OBJ_GET_INFO_BY_FD as libc::c_long,
+            &mut attr as *mut InfoAttr,
+            std::mem::size_of::<InfoAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(info)
 }
 
 fn apply_filter(ebpf: &mut Ebpf, filter: &ProbeFilter) -> Result<(), LoadError> {

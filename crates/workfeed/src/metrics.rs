@@ -23,10 +23,14 @@ pub struct AgentLabel {
     pub agent: String,
 }
 
+/// The [`AgentMetrics::probe`] label of the kernel's count of events the probe's programs missed
+/// ([`crate::loader::Probe::missed_events`]).
+pub const MISSED_EVENTS: &str = "missed_events";
+
 /// Label naming a probe counter.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ProbeLabel {
-    /// Counter name from [`workfeed_ebpf::Stat::name`].
+    /// Counter name from [`workfeed_ebpf::Stat::name`], or [`MISSED_EVENTS`].
     pub counter: String,
 }
 
@@ -121,7 +125,7 @@ pub struct AgentMetrics {
     pub datagrams_sent: Counter,
     /// Sends that failed (the records in them are lost; the aggregator sees the gap).
     pub send_errors: Counter,
-    /// The probe's own counters (totals over CPUs), e.g. `ringbuf_full`.
+    /// The probe's own counters (totals over CPUs), e.g. `ringbuf_full`, and [`MISSED_EVENTS`].
     pub probe: Family<ProbeLabel, Gauge>,
 }
 
@@ -152,9 +156,21 @@ impl AgentMetrics {
         r.register("send_errors", "Failed datagram sends", self.send_errors.clone());
         r.register(
             "probe",
-            "The eBPF probe's counters (ringbuf_full = records lost in the kernel)",
+            "The eBPF probe's counters (records lost in the kernel: ringbuf_full, open_failed, untracked_close; missed_events = state changes the kernel did not deliver)",
             self.probe.clone(),
         );
+    }
+
+    /// The probe's counters as last published: [`workfeed_ebpf::Stat::ALL`] in order, then
+    /// [`MISSED_EVENTS`] (0 for a counter not published yet).
+    pub fn probe_counters(&self) -> Vec<(&'static str, i64)> {
+        let names = workfeed_ebpf::Stat::ALL.iter().map(|s| s.name()).chain([MISSED_EVENTS]);
+        names
+            .map(|name| {
+                let v = self.probe.get_or_create(&ProbeLabel { counter: name.into() }).get();
+                (name, v)
+            })
+            .collect()
     }
 }
 

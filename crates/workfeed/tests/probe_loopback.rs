@@ -96,12 +96,12 @@ fn loopback_connections_are_recorded_exactly_and_filters_apply() {
     assert_eq!(recs.len(), 2, "{recs:#?}");
     let client = recs.iter().find(|r| r.flags & workfeed_ebpf::FLAG_ACTIVE != 0).unwrap();
     let server = recs.iter().find(|r| r.flags & workfeed_ebpf::FLAG_ACTIVE == 0).unwrap();
-    assert_eq!((client.dport, server.sport), (port, port));
+    let stats: std::collections::HashMap<Stat, u64> = probe.stats().unwrap().into_iter().collect();
+    assert_eq!((client.dport, server.sport), (port, port), "{recs:#?} {stats:?}");
     assert_eq!((client.bytes_acked, client.bytes_received), (123_456, 789));
     assert_eq!((server.bytes_acked, server.bytes_received), (789, 123_456));
     assert_eq!(client.dscp, 26);
     assert!(client.end_ns >= client.start_ns && client.start_ns <= server.start_ns);
-    let stats: std::collections::HashMap<Stat, u64> = probe.stats().unwrap().into_iter().collect();
     assert!(
         stats[&Stat::Filtered] >= 2,
         "the other port's two sockets were filtered: {stats:?}"

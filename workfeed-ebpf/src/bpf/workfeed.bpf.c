@@ -3,10 +3,20 @@
 // Workfeed flow capture: one fixed-layout 48-byte record per finished IPv4 TCP connection,
 // emitted through a BPF ring buffer.
 //
-// Hook: the tracepoint sock:inet_sock_set_state (kprobes and fentry are unavailable on the
-// target kernel). A connection starts being tracked when it enters SYN_SENT (active open) or
-// SYN_RECV (passive open, the child socket) and passes the filters; it is emitted when it enters
-// TCP_CLOSE, with the counters the kernel keeps in struct tcp_sock.
+// Hooks: the raw tracepoints inet_sock_set_state and tcp_destroy_sock (kprobes and fentry are
+// unavailable on the target kernel). Raw tracepoints, not perf tracepoints: the kernel skips a perf
+// tracepoint program whenever any tracing program or bpf() map syscall is active on the same CPU
+// (the global bpf_prog_active guard), and a state change that arrives in a softirq at that moment
+// was lost without a trace; a raw tracepoint program is skipped only when this same program is
+// already running on the CPU, and the kernel counts every skip (the program's recursion_misses,
+// which the agent exports).
+//
+// A connection starts being tracked when it enters SYN_SENT (active open) or SYN_RECV (passive
+// open, the child socket) and passes the filters; it is emitted when it enters TCP_CLOSE, with
+// the counters the kernel keeps in struct tcp_sock. Whether the handshake completed and which FINs
+// were exchanged follow from the state the socket closes from, so a missed intermediate event
+// changes nothing. A tracked socket destroyed without a close event (the close was missed) is
+// emitted at destruction from the last state seen, and counted.
 //
 // The record layout is defined in workfeed_record.h and mirrored by the Rust crate
 // (workfeed-ebpf/src/record.rs); docs/workfeed.md documents it byte by byte.
@@ -14,6 +24,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 
 #include "workfeed_record.h"
 
@@ -29,6 +40,7 @@
 #define WF_TCP_CLOSE 7
 #define WF_TCP_CLOSE_WAIT 8
 #define WF_TCP_LAST_ACK 9
+#define WF_TCP_LISTEN 10
 #define WF_TCP_CLOSING 11
 
 char LICENSE[] SEC("license") = "GPL";
@@ -36,12 +48,14 @@ char LICENSE[] SEC("license") = "GPL";
 // Per-socket state between the open and the close.
 struct wf_open {
 	__u64 start_ns;
-	__u8 flags;
-	__u8 pad[7];
+	__u8 flags;     // WF_FLAG_ACTIVE
+	__u8 last_state; // the newest state seen (for a close recorded at destruction)
+	__u8 pad[6];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, WF_MAX_OPEN_FLOWS);
 	__type(key, __u64); // the socket's kernel address
 	__type(value, struct wf_open);
@@ -91,14 +105,16 @@ static __always_inline void wf_count(__u32 idx)
 		*v += 1;
 }
 
-static __always_inline int wf_wanted(const struct sock *sk, __u16 server_port)
+// Whether the filters capture this socket. `port_a` is its server port; at a close, where the
+// roles are unknown, `port_b` is the other port (either may match); pass port_a otherwise.
+static __always_inline int wf_wanted(const struct sock *sk, __u16 port_a, __u16 port_b)
 {
 	__u32 zero = 0;
 	__u32 *cfg = bpf_map_lookup_elem(&wf_config, &zero);
 	__u32 bits = cfg ? *cfg : 0;
 
 	if (bits & WF_CFG_PORTS) {
-		if (!bpf_map_lookup_elem(&wf_ports, &server_port))
+		if (!bpf_map_lookup_elem(&wf_ports, &port_a) && !bpf_map_lookup_elem(&wf_ports, &port_b))
 			return 0;
 	}
 	if (bits & WF_CFG_NETNS) {
@@ -114,83 +130,38 @@ static __always_inline __u64 wf_sat48(__u64 v)
 	return v > WF_MASK48 ? WF_MASK48 : v;
 }
 
-SEC("tracepoint/sock/inet_sock_set_state")
-int wf_set_state(struct trace_event_raw_inet_sock_set_state *ctx)
+// Record flags implied by the state a socket closes from (FIN_WAIT2 -> TIME_WAIT is how the
+// peer's FIN usually ends a FIN_WAIT2 socket).
+static __always_inline __u8 wf_flags_from(int oldstate)
 {
-	if (ctx->protocol != IPPROTO_TCP)
-		return 0;
-	wf_count(WF_STAT_EVENTS);
-	if (ctx->family != AF_INET) {
-		wf_count(WF_STAT_NOT_IPV4);
-		return 0;
-	}
+	__u8 f = 0;
+	if (oldstate != WF_TCP_SYN_SENT && oldstate != WF_TCP_SYN_RECV)
+		f |= WF_FLAG_ESTABLISHED;
+	if (oldstate == WF_TCP_FIN_WAIT1 || oldstate == WF_TCP_FIN_WAIT2 ||
+	    oldstate == WF_TCP_CLOSING || oldstate == WF_TCP_LAST_ACK)
+		f |= WF_FLAG_FIN_SENT;
+	if (oldstate == WF_TCP_CLOSE_WAIT || oldstate == WF_TCP_LAST_ACK ||
+	    oldstate == WF_TCP_CLOSING || oldstate == WF_TCP_FIN_WAIT2)
+		f |= WF_FLAG_PEER_FIN;
+	return f;
+}
 
-	// Read every context field once, in full: the verifier rejects loads through a context
-	// pointer the compiler has offset (e.g. a conditional choice between two fields).
-	__u64 key = (__u64)ctx->skaddr;
-	const struct sock *sk = (const struct sock *)ctx->skaddr;
-	int newstate = ctx->newstate;
-	int oldstate = ctx->oldstate;
-	__u16 sport = ctx->sport;
-	__u16 dport = ctx->dport;
-	__u32 saddr = *(volatile __u32 *)ctx->saddr;
-	__u32 daddr = *(volatile __u32 *)ctx->daddr;
-	asm volatile("" : "+r"(sport), "+r"(dport));
-
-	if (newstate == WF_TCP_SYN_SENT || newstate == WF_TCP_SYN_RECV) {
-		// Active open: the server is the remote end; passive open: we are the server.
-		__u8 active = newstate == WF_TCP_SYN_SENT;
-		__u16 server_port = active ? dport : sport;
-		if (!wf_wanted(sk, server_port)) {
-			wf_count(WF_STAT_FILTERED);
-			return 0;
-		}
-		struct wf_open open = {};
-		open.start_ns = bpf_ktime_get_ns();
-		open.flags = active ? WF_FLAG_ACTIVE : 0;
-		if (bpf_map_update_elem(&wf_open_flows, &key, &open, BPF_ANY) == 0)
-			wf_count(WF_STAT_OPENED);
-		return 0;
-	}
-
-	if (newstate != WF_TCP_CLOSE) {
-		// Remember the handshake and the FINs: bytes_acked counts the active side's SYN and
-		// an acknowledged FIN, bytes_received counts the peer's FIN; the close subtracts them.
-		struct wf_open *open = bpf_map_lookup_elem(&wf_open_flows, &key);
-		if (!open)
-			return 0;
-		if (newstate == WF_TCP_ESTABLISHED)
-			open->flags |= WF_FLAG_ESTABLISHED;
-		else if (newstate == WF_TCP_FIN_WAIT1 || newstate == WF_TCP_LAST_ACK)
-			open->flags |= WF_FLAG_FIN_SENT;
-		else if (newstate == WF_TCP_CLOSE_WAIT || newstate == WF_TCP_CLOSING)
-			open->flags |= WF_FLAG_PEER_FIN;
-		return 0;
-	}
-
-	struct wf_open *open = bpf_map_lookup_elem(&wf_open_flows, &key);
-	if (!open) {
-		wf_count(WF_STAT_UNTRACKED_CLOSE);
-		return 0;
-	}
-	__u64 start_ns = open->start_ns;
-	__u8 flags = open->flags;
-	// The socket leaves FIN_WAIT2 for TIME_WAIT when the peer's FIN arrives.
-	if (oldstate == WF_TCP_FIN_WAIT2)
-		flags |= WF_FLAG_PEER_FIN;
-	bpf_map_delete_elem(&wf_open_flows, &key);
-
+// Emits the record of a tracked socket that closed from `oldstate`. `open` is a copy: the caller
+// has already removed the map entry.
+static __always_inline void wf_emit(const struct sock *sk, const struct wf_open *open, int oldstate)
+{
+	__u8 flags = (open->flags & WF_FLAG_ACTIVE) | wf_flags_from(oldstate);
 	if (!(flags & WF_FLAG_ESTABLISHED)) {
 		// A connection attempt that never carried data (refused, timed out, reset in the
 		// handshake) is not a flow.
 		wf_count(WF_STAT_NEVER_ESTABLISHED);
-		return 0;
+		return;
 	}
 
 	struct wf_record *rec = bpf_ringbuf_reserve(&wf_records, sizeof(*rec), 0);
 	if (!rec) {
 		wf_count(WF_STAT_RINGBUF_FULL);
-		return 0;
+		return;
 	}
 
 	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
@@ -211,22 +182,114 @@ int wf_set_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	if ((flags & WF_FLAG_PEER_FIN) && received > 0)
 		received -= 1;
 
-	rec->saddr = saddr;
-	rec->daddr = daddr;
-	rec->sport = sport;
-	rec->dport = dport;
+	// The inet_sock fields, as the perf tracepoint reports them: by the time the close event
+	// fires the kernel has released the local port (skc_num = 0) but keeps inet_sport.
+	rec->saddr = BPF_CORE_READ(inet, inet_saddr);
+	rec->daddr = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	rec->sport = bpf_ntohs(BPF_CORE_READ(inet, inet_sport));
+	rec->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	rec->srtt_us = srtt8 >> 3; // the kernel keeps srtt << 3
 	if (retrans > 0xffff)
 		retrans = 0xffff;
 	rec->acked_retrans = wf_sat48(acked) | ((__u64)retrans << 48);
 	rec->received_class =
 		wf_sat48(received) | ((__u64)(tos >> 2) << 48) | ((__u64)flags << 56);
-	rec->start_ns = start_ns;
+	rec->start_ns = open->start_ns;
 	rec->end_ns = bpf_ktime_get_ns();
 	// Wake the reader only once a batch has accumulated; it also drains on a timer, so a
 	// quiet host's records wait at most one agent flush interval.
 	__u64 pending = bpf_ringbuf_query(&wf_records, BPF_RB_AVAIL_DATA);
 	bpf_ringbuf_submit(rec, pending >= WF_WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	wf_count(WF_STAT_EMITTED);
+}
+
+// Takes the entry of `key` out of the map; returns whether there was one.
+static __always_inline int wf_take(__u64 key, struct wf_open *out)
+{
+	struct wf_open *open = bpf_map_lookup_elem(&wf_open_flows, &key);
+	if (!open)
+		return 0;
+	*out = *open;
+	// Only the deleting caller emits: a close and a destruction racing on one entry (they do
+	// not, the socket lock orders them, but stay safe) cannot both report it.
+	return bpf_map_delete_elem(&wf_open_flows, &key) == 0;
+}
+
+// inet_sock_set_state(const struct sock *sk, const int oldstate, const int newstate)
+SEC("raw_tracepoint/inet_sock_set_state")
+int wf_set_state(void *ctx)
+{
+	// The context is the tracepoint's arguments as u64s. (Read as a plain array: vmlinux.h's
+	// struct bpf_raw_tracepoint_args has a flexible array, which CO-RE relocation rejects.)
+	const __u64 *args = ctx;
+	const struct sock *sk = (const struct sock *)args[0];
+	int oldstate = (int)args[1];
+	int newstate = (int)args[2];
+
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	wf_count(WF_STAT_EVENTS);
+	if (BPF_CORE_READ(sk, __sk_common.skc_family) != AF_INET) {
+		wf_count(WF_STAT_NOT_IPV4);
+		return 0;
+	}
+	__u64 key = (__u64)sk;
+
+	if (newstate == WF_TCP_SYN_SENT || newstate == WF_TCP_SYN_RECV) {
+		// Active open: the server is the remote end; passive open: we are the server. (At
+		// SYN_SENT the local port may not be chosen yet; the remote one is.)
+		__u8 active = newstate == WF_TCP_SYN_SENT;
+		const struct inet_sock *inet = (const struct inet_sock *)sk;
+		__u16 server_port = active ? bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport))
+					   : bpf_ntohs(BPF_CORE_READ(inet, inet_sport));
+		if (!wf_wanted(sk, server_port, server_port)) {
+			wf_count(WF_STAT_FILTERED);
+			return 0;
+		}
+		struct wf_open open = {};
+		open.start_ns = bpf_ktime_get_ns();
+		open.flags = active ? WF_FLAG_ACTIVE : 0;
+		open.last_state = newstate;
+		if (bpf_map_update_elem(&wf_open_flows, &key, &open, BPF_ANY) == 0)
+			wf_count(WF_STAT_OPENED);
+		else
+			wf_count(WF_STAT_OPEN_FAILED);
+		return 0;
+	}
+
+	if (newstate != WF_TCP_CLOSE) {
+		struct wf_open *open = bpf_map_lookup_elem(&wf_open_flows, &key);
+		if (open)
+			open->last_state = newstate;
+		return 0;
+	}
+
+	struct wf_open open;
+	if (!wf_take(key, &open)) {
+		// A listener closing is not a connection; a connection the filters skip is counted
+		// as filtered when it opened.
+		const struct inet_sock *inet = (const struct inet_sock *)sk;
+		if (oldstate != WF_TCP_LISTEN &&
+		    wf_wanted(sk, bpf_ntohs(BPF_CORE_READ(inet, inet_sport)),
+			      bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport))))
+			wf_count(WF_STAT_UNTRACKED_CLOSE);
+		return 0;
+	}
+	wf_emit(sk, &open, oldstate);
+	return 0;
+}
+
+// tcp_destroy_sock(struct sock *sk): every TCP socket passes here once, after its close. A tracked
+// entry still present means the close event was missed.
+SEC("raw_tracepoint/tcp_destroy_sock")
+int wf_destroy(void *ctx)
+{
+	const __u64 *args = ctx;
+	const struct sock *sk = (const struct sock *)args[0];
+	struct wf_open open;
+	if (!wf_take((__u64)sk, &open))
+		return 0;
+	wf_count(WF_STAT_CLOSED_AT_DESTROY);
+	wf_emit(sk, &open, open.last_state);
 	return 0;
 }

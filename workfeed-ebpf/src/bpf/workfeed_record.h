@@ -7,7 +7,14 @@
 #ifndef WORKFEED_RECORD_H
 #define WORKFEED_RECORD_H
 
-#define WF_MAX_OPEN_FLOWS 65536
+/*
+ * Connections tracked between open and close, per host. A plain hash, allocated as entries are
+ * added (a full table costs ~20 MiB): when it is full a new connection is not tracked and counted
+ * (WF_STAT_OPEN_FAILED); an LRU hash would instead evict a live connection silently. Entries live
+ * from SYN to close (TIME_WAIT sockets are not held), so this bounds the concurrently open
+ * connections of the captured namespaces.
+ */
+#define WF_MAX_OPEN_FLOWS 262144
 #define WF_RINGBUF_BYTES (1 << 22) /* 4 MiB: 87 381 records */
 #define WF_MAX_FILTER_ENTRIES 64
 #define WF_WAKEUP_BYTES (32 * 56) /* wake the reader at 32 pending records (48 B + 8 B header) */
@@ -28,11 +35,13 @@
 #define WF_STAT_NOT_IPV4 1          /* skipped: not IPv4 */
 #define WF_STAT_FILTERED 2          /* skipped: port / netns filter */
 #define WF_STAT_OPENED 3            /* connections tracked */
-#define WF_STAT_UNTRACKED_CLOSE 4   /* closes of connections not tracked (opened before load, filtered) */
+#define WF_STAT_UNTRACKED_CLOSE 4   /* closes of wanted connections not tracked (opened before load, open event missed) */
 #define WF_STAT_NEVER_ESTABLISHED 5 /* tracked attempts that closed before the handshake completed */
 #define WF_STAT_RINGBUF_FULL 6      /* records lost: ring buffer full */
 #define WF_STAT_EMITTED 7           /* records written to the ring buffer */
-#define WF_STAT_COUNT 8
+#define WF_STAT_OPEN_FAILED 8       /* wanted connections not tracked: the open-flow map was full */
+#define WF_STAT_CLOSED_AT_DESTROY 9 /* tracked connections whose close event was missed, recorded at socket destruction */
+#define WF_STAT_COUNT 10
 
 /*
  * 48 bytes, no padding. Addresses in network byte order, everything else in host byte order.
