@@ -197,7 +197,15 @@ impl Aggregator {
     /// The workload of connections opened in `[from, to)` (Unix ns).
     pub fn window_between(&self, from: Nanos, to: Nanos) -> Result<WorkloadWindow, AggregatorError> {
         let flows = self.collector().flows_between(from, to, self.inner.cfg.directions);
-        Ok(WorkloadWindow::build(from, to, flows, &self.inner.cfg.hosts)?)
+        let w = WorkloadWindow::build(from, to, flows, &self.inner.cfg.hosts)?;
+        self.inner.metrics.window_unclassified.set(w.unclassified as i64);
+        if w.unclassified > 0 {
+            tracing::debug!(
+                unclassified = w.unclassified,
+                "flows left out of the window: only their receiver reported, unmarked, so their class is unknown"
+            );
+        }
+        Ok(w)
     }
 
     /// The connections (both sides' records) that opened in `[from, to)` (Unix ns).

@@ -6,9 +6,15 @@
 //! (client and server, possibly reported by different agents) merge into one [`Connection`] when
 //! their keys match and their open times are within the merge tolerance (hosts' clocks differ a
 //! little; a reused port pair is a new connection). A side reported again is a duplicate.
-//! Every rejection increments a counter in [`AggregatorMetrics`].
+//! Every rejection increments a counter in [`AggregatorMetrics`], and so do connections that only
+//! one side ever reported (a record lost on the way, or a peer without an agent).
+//!
+//! A flow's class is the DSCP its sender's socket marked its packets with; when only the receiver
+//! reported, a marked receiver stands in, and an unmarked one (a passive socket carries no TOS of
+//! the client's) is no evidence: the flow is unclassified ([`DscpEvidence::Unknown`]), never
+//! silently put in the class of DSCP 0.
 
-use crate::metrics::{AgentLabel, AggregatorMetrics, ReasonLabel};
+use crate::metrics::{AgentLabel, AggregatorMetrics, ReasonLabel, SideLabel};
 use crate::record::{ConnKey, FlowRecord};
 use crate::sampling::KeepProbability;
 use crate::seq::{SeqTracker, Verdict};
@@ -30,6 +36,19 @@ pub struct Connection {
     pub keep: KeepProbability,
 }
 
+/// Which socket a flow's DSCP was taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DscpEvidence {
+    /// The sender's socket: the marking its packets carried (DSCP 0 included: it sent them
+    /// unmarked).
+    Sender,
+    /// The receiver's socket, which is marked (non-zero DSCP); the sender's was not reported.
+    Receiver,
+    /// None: the sender's socket was not reported and the receiver's is unmarked (a passive
+    /// socket does not carry the client's marking), so the class is unknown.
+    Unknown,
+}
+
 /// One direction of a connection that carried payload: what the model calls a flow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CapturedFlow {
@@ -39,8 +58,11 @@ pub struct CapturedFlow {
     pub src: SocketAddrV4,
     /// Receiver of the payload.
     pub dst: SocketAddrV4,
-    /// The sender's DSCP (the receiver's when the sender's socket was not reported).
+    /// The flow's DSCP, from the socket [`CapturedFlow::dscp_evidence`] names; DSCP 0 stands in
+    /// when that is [`DscpEvidence::Unknown`], so use [`CapturedFlow::class`] to classify.
     pub dscp: Dscp,
+    /// Where [`CapturedFlow::dscp`] came from.
+    pub dscp_evidence: DscpEvidence,
     /// Payload bytes: the sender's acknowledged count, or the receiver's received count when
     /// the sender's socket was not reported.
     pub size: Bytes,
@@ -56,6 +78,23 @@ pub struct CapturedFlow {
     pub retrans: u16,
     /// Whether both sockets were reported.
     pub both_sides: bool,
+}
+
+impl CapturedFlow {
+    /// The flow's class, `None` when nothing reported tells it ([`DscpEvidence::Unknown`]).
+    pub fn class(&self) -> Option<Dscp> {
+        (self.dscp_evidence != DscpEvidence::Unknown).then_some(self.dscp)
+    }
+}
+
+/// The DSCP of the flow `from` → `to` and where it came from: the sender's marking when its
+/// socket was reported, else a marked receiver's, else unknown.
+pub fn flow_dscp(from: Option<&FlowRecord>, to: Option<&FlowRecord>) -> (Dscp, DscpEvidence) {
+    match (from, to) {
+        (Some(f), _) => (f.dscp, DscpEvidence::Sender),
+        (None, Some(t)) if t.dscp.value() != 0 => (t.dscp, DscpEvidence::Receiver),
+        _ => (Dscp::from_tos(0), DscpEvidence::Unknown),
+    }
 }
 
 impl Connection {
@@ -74,6 +113,11 @@ impl Connection {
             (Some(r), None) | (None, Some(r)) => r.end,
             (None, None) => Nanos(0),
         }
+    }
+
+    /// Whether exactly one of its sockets was reported.
+    pub fn one_sided(&self) -> bool {
+        self.client.is_some() != self.server.is_some()
     }
 
     /// The flows of this connection under `directions`, client→server first.
@@ -106,12 +150,13 @@ impl Connection {
             if size == 0 {
                 continue;
             }
-            let dscp = from.or(*to).map_or(Dscp::from_tos(0), |r| r.dscp);
+            let (dscp, dscp_evidence) = flow_dscp(from.as_ref(), to.as_ref());
             out.push(CapturedFlow {
                 key: self.key,
                 src,
                 dst,
                 dscp,
+                dscp_evidence,
                 size: Bytes(size),
                 start,
                 end,
@@ -173,6 +218,7 @@ pub struct Collector {
     seq: SeqTracker,
     conns: HashMap<ConnKey, Vec<Connection>>,
     count: usize,
+    one_sided: usize,
     metrics: AggregatorMetrics,
 }
 
@@ -184,6 +230,7 @@ impl Collector {
             seq: SeqTracker::default(),
             conns: HashMap::new(),
             count: 0,
+            one_sided: 0,
             metrics,
         }
     }
@@ -274,6 +321,7 @@ impl Collector {
                 None => {
                     *side = Some(r);
                     c.keep = c.keep.and(keep);
+                    self.one_sided -= 1;
                 }
             }
         } else {
@@ -285,23 +333,43 @@ impl Collector {
                 keep,
             });
             self.count += 1;
+            self.one_sided += 1;
             self.metrics.connections.set(self.count as i64);
         }
+        self.metrics.one_sided_connections.set(self.one_sided as i64);
         self.metrics.records_accepted.inc();
         Some(keep)
     }
 
-    /// Forgets connections that closed before `t` (Unix ns).
+    /// Forgets connections that closed before `t` (Unix ns). Those only one side ever reported
+    /// are counted by the missing side in [`AggregatorMetrics::one_sided_evicted`].
     pub fn evict_before(&mut self, t: Nanos) {
-        let mut removed = 0;
+        let (mut removed, mut one_sided) = (0, 0);
+        let metrics = &self.metrics;
         self.conns.retain(|_, list| {
-            let before = list.len();
-            list.retain(|c| c.end() >= t);
-            removed += before - list.len();
+            list.retain(|c| {
+                if c.end() >= t {
+                    return true;
+                }
+                removed += 1;
+                if c.one_sided() {
+                    one_sided += 1;
+                    let missing = if c.client.is_none() { "client" } else { "server" };
+                    metrics
+                        .one_sided_evicted
+                        .get_or_create(&SideLabel {
+                            missing: missing.into(),
+                        })
+                        .inc();
+                }
+                false
+            });
             !list.is_empty()
         });
         self.count -= removed;
+        self.one_sided -= one_sided;
         self.metrics.connections.set(self.count as i64);
+        self.metrics.one_sided_connections.set(self.one_sided as i64);
     }
 
     /// Every connection held.

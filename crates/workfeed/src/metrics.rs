@@ -16,6 +16,13 @@ pub struct ReasonLabel {
     pub reason: String,
 }
 
+/// Label naming the socket a one-sided connection lacks (`client` or `server`).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SideLabel {
+    /// The side never reported.
+    pub missing: String,
+}
+
 /// Label naming an agent.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AgentLabel {
@@ -53,6 +60,13 @@ pub struct AggregatorMetrics {
     pub forward_errors: Counter,
     /// Connections currently held.
     pub connections: Gauge,
+    /// Connections currently held that only one socket reported so far.
+    pub one_sided_connections: Gauge,
+    /// Connections forgotten with one socket never reported, by the missing side: a record lost
+    /// between the probe and here (see the agents' probe counters), or a peer without an agent.
+    pub one_sided_evicted: Family<SideLabel, Counter>,
+    /// Flows of the last window left out because nothing reported tells their class.
+    pub window_unclassified: Gauge,
 }
 
 impl AggregatorMetrics {
@@ -94,6 +108,21 @@ impl AggregatorMetrics {
             "connections",
             "Connections held in the window",
             self.connections.clone(),
+        );
+        r.register(
+            "one_sided_connections",
+            "Connections held that only one socket reported so far",
+            self.one_sided_connections.clone(),
+        );
+        r.register(
+            "one_sided_evicted",
+            "Connections forgotten with one socket never reported, by the missing side",
+            self.one_sided_evicted.clone(),
+        );
+        r.register(
+            "window_unclassified",
+            "Flows of the last window left out as unclassified (no DSCP evidence)",
+            self.window_unclassified.clone(),
         );
     }
 

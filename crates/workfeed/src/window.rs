@@ -2,6 +2,8 @@
 //!
 //! A window `[from, to)` (Unix ns) holds the flows whose connection opened in it. Flow starts are
 //! made relative to `from`; hosts come from a [`HostMap`]; each flow keeps its sampling weight.
+//! Flows whose class nothing reported tells ([`CapturedFlow::class`] is `None`) are left out and
+//! counted, like flows between two addresses of one host.
 //! Per class (DSCP): weighted flow count, arrival rate, bytes, offered load over the window, and
 //! the weighted size distribution (quantiles). Pure.
 
@@ -48,6 +50,11 @@ pub struct WorkloadWindow {
     pub classes: Vec<ClassSummary>,
     /// Flows left out because both endpoints map to one host.
     pub same_host: usize,
+    /// Flows left out because nothing reported tells their class (only the receiver's socket
+    /// was reported, and it is unmarked).
+    pub unclassified: usize,
+    /// Flows in `captured` only one of whose sockets was reported.
+    pub one_sided: usize,
 }
 
 impl WorkloadWindow {
@@ -61,18 +68,22 @@ impl WorkloadWindow {
     ) -> Result<WorkloadWindow, SpecError> {
         let mut captured = Vec::with_capacity(flows.len());
         let mut model = Vec::with_capacity(flows.len());
-        let mut same_host = 0;
+        let (mut same_host, mut unclassified) = (0, 0);
         for f in flows {
             let (src, dst) = (hosts.host(*f.src.ip()), hosts.host(*f.dst.ip()));
             if src == dst {
                 same_host += 1;
                 continue;
             }
+            let Some(dscp) = f.class() else {
+                unclassified += 1;
+                continue;
+            };
             model.push(Flow {
                 id: FlowId(model.len() as u64),
                 src,
                 dst,
-                dscp: f.dscp,
+                dscp,
                 size: f.size,
                 start: f.start.saturating_sub(from),
                 weight: f.weight,
@@ -82,6 +93,7 @@ impl WorkloadWindow {
         let span = to.saturating_sub(from);
         let workload = Workload::new(model, span)?;
         let classes = summarise(&captured, span);
+        let one_sided = captured.iter().filter(|f| !f.both_sides).count();
         Ok(WorkloadWindow {
             from,
             to,
@@ -89,6 +101,8 @@ impl WorkloadWindow {
             captured,
             classes,
             same_host,
+            unclassified,
+            one_sided,
         })
     }
 

@@ -1,13 +1,15 @@
 //! The aggregator's behaviour a user relies on: both sockets of a connection become one flow,
-//! repeats are dropped and counted, loss per agent is exact, windows carry weights and
-//! summaries, and forwarding to an upstream aggregator preserves all of it (over real UDP on
-//! loopback).
+//! repeats are dropped and counted, loss per agent is exact, a flow only its unmarked receiver
+//! reported is unclassified (counted, never put in DSCP 0's class), one-sided connections are
+//! counted, windows carry weights and summaries, and forwarding to an upstream aggregator
+//! preserves all of it (over real UDP on loopback).
 
 use polyphony_spec::{Bytes, Dscp, HostId, Nanos};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use workfeed::agent::{AgentConfig, Sender};
 use workfeed::aggregator::{Aggregator, AggregatorConfig, UpstreamConfig};
+use workfeed::collector::DscpEvidence;
 use workfeed::metrics::{AgentMetrics, AggregatorMetrics};
 use workfeed::wire::{self, AuthKey, Batch};
 use workfeed::{Collector, CollectorConfig, FlowDirections, FlowRecord, HostMap, KeepProbability, WorkloadWindow};
@@ -75,6 +77,90 @@ fn both_sides_from_two_agents_make_one_flow_with_the_senders_class() {
     let both = c.flows_between(Nanos(T0), Nanos(T0 + 1_000_000_000), FlowDirections::Both);
     assert_eq!(both.len(), 2);
     assert_eq!((both[1].size, both[1].dscp.value()), (Bytes(1), 0));
+}
+
+fn hosts() -> HostMap {
+    HostMap::new([
+        (Ipv4Addr::new(198, 18, 1, 2), HostId(0)),
+        (Ipv4Addr::new(198, 18, 100, 2), HostId(3)),
+    ])
+}
+
+#[test]
+fn a_flow_only_its_unmarked_receiver_reported_is_unclassified_not_dscp_0() {
+    // CI at fa77426: a client record lost in the kernel left the server's (DSCP 0, a passive
+    // socket) alone, and the flow was counted in class 0 instead of AF21.
+    let mut c = Collector::new(CollectorConfig::default(), AggregatorMetrics::default());
+    let marked = client(40000, 5000, 0);
+    let lost = client(40001, 7000, 1_000);
+    c.ingest(&datagram(1, 0, vec![marked, server_of(&marked, 10)])).unwrap();
+    c.ingest(&datagram(2, 0, vec![server_of(&lost, 10)])).unwrap();
+    let (from, to) = (Nanos(T0), Nanos(T0 + 1_000_000_000));
+    let flows = c.flows_between(from, to, FlowDirections::Dominant);
+    let one = flows.iter().find(|f| f.src.port() == 40001).unwrap();
+    assert_eq!(
+        (one.size, one.both_sides),
+        (Bytes(7000), false),
+        "size from the receiver"
+    );
+    assert_eq!((one.class(), one.dscp_evidence), (None, DscpEvidence::Unknown));
+
+    let w = WorkloadWindow::build(from, to, flows, &hosts()).unwrap();
+    assert_eq!((w.workload.flows.len(), w.unclassified, w.one_sided), (1, 1, 0));
+    assert_eq!(w.workload.flows[0].dscp, Dscp::AF21);
+    assert!(w.class(Dscp::new(0).unwrap()).is_none(), "{:?}", w.classes);
+    assert_eq!(w.class(Dscp::AF21).unwrap().bytes, 5000.0);
+}
+
+#[test]
+fn the_senders_marking_wins_and_a_marked_receiver_stands_in_for_a_missing_sender() {
+    let mut c = Collector::new(CollectorConfig::default(), AggregatorMetrics::default());
+    // Only the client reported: its own marking.
+    let alone = client(40000, 5000, 0);
+    // Only the client reported, and the server sent the payload: the marked receiver's class.
+    let mut download = client(40001, 0, 1_000);
+    download.bytes_received = Bytes(9000);
+    // Both reported, the unmarked server sent the payload: its packets carried DSCP 0.
+    let mut response = client(40002, 0, 2_000);
+    response.bytes_received = Bytes(3000);
+    c.ingest(&datagram(1, 0, vec![alone, download, response])).unwrap();
+    c.ingest(&datagram(2, 0, vec![server_of(&response, 10)])).unwrap();
+    let flows = c.flows_between(Nanos(T0), Nanos(T0 + 1_000_000_000), FlowDirections::Dominant);
+    let by_port = |p: u16| flows.iter().find(|f| f.key.client.port() == p).unwrap();
+    let got: Vec<_> = [40000, 40001, 40002]
+        .map(|p| (by_port(p).size, by_port(p).class(), by_port(p).dscp_evidence))
+        .to_vec();
+    assert_eq!(
+        got,
+        vec![
+            (Bytes(5000), Some(Dscp::AF21), DscpEvidence::Sender),
+            (Bytes(9000), Some(Dscp::AF21), DscpEvidence::Receiver),
+            (Bytes(3000), Some(Dscp::new(0).unwrap()), DscpEvidence::Sender),
+        ]
+    );
+}
+
+#[test]
+fn connections_one_side_never_reported_are_counted_by_the_missing_side() {
+    let mut c = Collector::new(CollectorConfig::default(), AggregatorMetrics::default());
+    let both = client(40000, 100, 0);
+    let client_only = client(40001, 100, 0);
+    let server_only = client(40002, 100, 0);
+    c.ingest(&datagram(1, 0, vec![both, client_only])).unwrap();
+    assert_eq!(c.metrics().one_sided_connections.get(), 2);
+    c.ingest(&datagram(2, 0, vec![server_of(&both, 10), server_of(&server_only, 10)]))
+        .unwrap();
+    assert_eq!(c.metrics().one_sided_connections.get(), 2, "one merged, one new");
+    c.evict_before(Nanos(T0 + 1_000_000_000));
+    let evicted = |side: &str| {
+        c.metrics()
+            .one_sided_evicted
+            .get_or_create(&workfeed::metrics::SideLabel { missing: side.into() })
+            .get()
+    };
+    assert_eq!((evicted("client"), evicted("server")), (1, 1));
+    assert_eq!(c.metrics().one_sided_connections.get(), 0);
+    assert_eq!(c.connections().count(), 0);
 }
 
 #[test]
