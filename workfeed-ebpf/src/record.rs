@@ -126,10 +126,11 @@ pub enum Stat {
     NotIpv4 = 1,
     /// Skipped by the port or netns filter.
     Filtered = 2,
-    /// Connections tracked from their open.
+    /// Connections tracked (including [`Stat::OpenedLate`]).
     Opened = 3,
-    /// Closes of wanted connections that were not tracked: opened before the probe loaded, or
-    /// the open event was missed (see the programs' `recursion_misses`).
+    /// Closes of wanted connections that were not tracked (their records are lost): opened before
+    /// the probe loaded, or every event between open and close was missed (see the programs'
+    /// `recursion_misses`).
     UntrackedClose = 4,
     /// Tracked attempts that closed before the handshake completed.
     NeverEstablished = 5,
@@ -141,11 +142,14 @@ pub enum Stat {
     OpenFailed = 8,
     /// Tracked connections whose close event was missed, recorded when the socket was destroyed.
     ClosedAtDestroy = 9,
+    /// Connections whose open event was missed, tracked from the first state after it (their
+    /// start is late by the rest of the handshake).
+    OpenedLate = 10,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 10] = [
+    pub const ALL: [Stat; 11] = [
         Stat::Events,
         Stat::NotIpv4,
         Stat::Filtered,
@@ -156,6 +160,7 @@ impl Stat {
         Stat::Emitted,
         Stat::OpenFailed,
         Stat::ClosedAtDestroy,
+        Stat::OpenedLate,
     ];
     /// A snake_case name for metrics.
     pub fn name(self) -> &'static str {
@@ -170,6 +175,7 @@ impl Stat {
             Stat::Emitted => "emitted",
             Stat::OpenFailed => "open_failed",
             Stat::ClosedAtDestroy => "closed_at_destroy",
+            Stat::OpenedLate => "opened_late",
         }
     }
 }

@@ -12,7 +12,8 @@
 // which the agent exports).
 //
 // A connection starts being tracked when it enters SYN_SENT (active open) or SYN_RECV (passive
-// open, the child socket) and passes the filters; it is emitted when it enters TCP_CLOSE, with
+// open, the child socket) and passes the filters (or, when that event was missed, at the first
+// state after it); it is emitted when it enters TCP_CLOSE, with
 // the counters the kernel keeps in struct tcp_sock. Whether the handshake completed and which FINs
 // were exchanged follow from the state the socket closes from, so a missed intermediate event
 // changes nothing. A tracked socket destroyed without a close event (the close was missed) is
@@ -215,6 +216,32 @@ static __always_inline int wf_take(__u64 key, struct wf_open *out)
 	return bpf_map_delete_elem(&wf_open_flows, &key) == 0;
 }
 
+#define WF_TRACKED 0
+#define WF_NOT_WANTED 1
+#define WF_MAP_FULL 2
+
+// Starts tracking `sk` if the filters want it; returns WF_TRACKED, WF_NOT_WANTED or WF_MAP_FULL.
+static __always_inline int wf_track(const struct sock *sk, __u64 key, __u8 active, int state)
+{
+	// Active open: the server is the remote end; passive open: we are the server. (At SYN_SENT
+	// the local port may not be chosen yet; the remote one is.)
+	const struct inet_sock *inet = (const struct inet_sock *)sk;
+	__u16 server_port = active ? bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport))
+				   : bpf_ntohs(BPF_CORE_READ(inet, inet_sport));
+	if (!wf_wanted(sk, server_port, server_port))
+		return WF_NOT_WANTED;
+	struct wf_open open = {};
+	open.start_ns = bpf_ktime_get_ns();
+	open.flags = active ? WF_FLAG_ACTIVE : 0;
+	open.last_state = state;
+	if (bpf_map_update_elem(&wf_open_flows, &key, &open, BPF_ANY) != 0) {
+		wf_count(WF_STAT_OPEN_FAILED);
+		return WF_MAP_FULL;
+	}
+	wf_count(WF_STAT_OPENED);
+	return WF_TRACKED;
+}
+
 // inet_sock_set_state(const struct sock *sk, const int oldstate, const int newstate)
 SEC("raw_tracepoint/inet_sock_set_state")
 int wf_set_state(void *ctx)
@@ -236,31 +263,22 @@ int wf_set_state(void *ctx)
 	__u64 key = (__u64)sk;
 
 	if (newstate == WF_TCP_SYN_SENT || newstate == WF_TCP_SYN_RECV) {
-		// Active open: the server is the remote end; passive open: we are the server. (At
-		// SYN_SENT the local port may not be chosen yet; the remote one is.)
-		__u8 active = newstate == WF_TCP_SYN_SENT;
-		const struct inet_sock *inet = (const struct inet_sock *)sk;
-		__u16 server_port = active ? bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport))
-					   : bpf_ntohs(BPF_CORE_READ(inet, inet_sport));
-		if (!wf_wanted(sk, server_port, server_port)) {
+		if (wf_track(sk, key, newstate == WF_TCP_SYN_SENT, newstate) == WF_NOT_WANTED)
 			wf_count(WF_STAT_FILTERED);
-			return 0;
-		}
-		struct wf_open open = {};
-		open.start_ns = bpf_ktime_get_ns();
-		open.flags = active ? WF_FLAG_ACTIVE : 0;
-		open.last_state = newstate;
-		if (bpf_map_update_elem(&wf_open_flows, &key, &open, BPF_ANY) == 0)
-			wf_count(WF_STAT_OPENED);
-		else
-			wf_count(WF_STAT_OPEN_FAILED);
 		return 0;
 	}
 
 	if (newstate != WF_TCP_CLOSE) {
 		struct wf_open *open = bpf_map_lookup_elem(&wf_open_flows, &key);
-		if (open)
+		if (open) {
 			open->last_state = newstate;
+		} else if (oldstate == WF_TCP_SYN_SENT || oldstate == WF_TCP_SYN_RECV) {
+			// The open event was missed (the kernel skipped it, or the probe was loaded during
+			// the handshake): track from the first state after it; the start is late by the
+			// rest of the handshake (one RTT for a client, ~0 for a server's child socket).
+			if (wf_track(sk, key, oldstate == WF_TCP_SYN_SENT, newstate) == WF_TRACKED)
+				wf_count(WF_STAT_OPENED_LATE);
+		}
 		return 0;
 	}
 

@@ -34,14 +34,15 @@
 #define WF_STAT_EVENTS 0            /* TCP state changes seen */
 #define WF_STAT_NOT_IPV4 1          /* skipped: not IPv4 */
 #define WF_STAT_FILTERED 2          /* skipped: port / netns filter */
-#define WF_STAT_OPENED 3            /* connections tracked */
-#define WF_STAT_UNTRACKED_CLOSE 4   /* closes of wanted connections not tracked (opened before load, open event missed) */
+#define WF_STAT_OPENED 3            /* connections tracked (including WF_STAT_OPENED_LATE) */
+#define WF_STAT_UNTRACKED_CLOSE 4   /* closes of wanted connections not tracked (opened before load, or no event seen between open and close) */
 #define WF_STAT_NEVER_ESTABLISHED 5 /* tracked attempts that closed before the handshake completed */
 #define WF_STAT_RINGBUF_FULL 6      /* records lost: ring buffer full */
 #define WF_STAT_EMITTED 7           /* records written to the ring buffer */
 #define WF_STAT_OPEN_FAILED 8       /* wanted connections not tracked: the open-flow map was full */
 #define WF_STAT_CLOSED_AT_DESTROY 9 /* tracked connections whose close event was missed, recorded at socket destruction */
-#define WF_STAT_COUNT 10
+#define WF_STAT_OPENED_LATE 10      /* tracked from the first state after a missed open event (start late by the rest of the handshake) */
+#define WF_STAT_COUNT 11
 
 /*
  * 48 bytes, no padding. Addresses in network byte order, everything else in host byte order.
