@@ -83,6 +83,13 @@ fn reference_workload_end_to_end() {
         .collect();
     assert!(left.is_empty(), "namespaces left: {left:?}");
     assert!(!std::path::Path::new(&names.pin_dir()).exists(), "BPF pins left");
+    {
+        // Under the lock up/down change pins under, the root exists only with an instance inside.
+        let _lock = testbed::dctcp::lock().expect("testbed lock");
+        let root = std::path::Path::new(testbed::names::BPF_ROOT);
+        let inside = std::fs::read_dir(root).map_or(0, |d| d.count());
+        assert!(!root.exists() || inside > 0, "empty BPF root {root:?} left");
+    }
     assert!(!std::path::Path::new(&names.state_file()).exists(), "state file left");
     if let Some(root) = testbed::preflight::cgroup2_mount() {
         assert!(

@@ -173,13 +173,17 @@ pub struct DownReport {
     pub namespaces: Vec<String>,
     /// Whether the BPF pin directory was removed.
     pub pins: bool,
+    /// Whether the BPF root `/sys/fs/bpf/polyphony` was removed (it was left empty: no other
+    /// instance's pins remain).
+    pub pins_root: bool,
     /// Whether the cgroup was removed.
     pub cgroup: bool,
     /// Whether `pp_dctcp` was unregistered (only when no other instance remains).
     pub dctcp_unregistered: bool,
 }
 
-/// Removes everything instance `prefix` made, also after a crash (works from names alone).
+/// Removes everything instance `prefix` made, also after a crash (works from names alone), and the
+/// BPF root `/sys/fs/bpf/polyphony` when no other instance's pins remain in it.
 pub fn down(prefix: &str) -> Result<DownReport, TestbedError> {
     let n = Names::new(prefix)?;
     if !preflight::is_root() {
@@ -189,11 +193,15 @@ pub fn down(prefix: &str) -> Result<DownReport, TestbedError> {
         namespaces: net::remove(&n)?,
         ..Default::default()
     };
+    // Pins and the BPF root change under the lock `up` creates them under, so an instance coming
+    // up never sees its root vanish, and the root is never seen empty while the lock is free.
+    let lock = dctcp::lock()?;
     let pins = n.pin_dir();
     if std::path::Path::new(&pins).exists() {
         std::fs::remove_dir_all(&pins).map_err(|e| TestbedError::io(&pins, e))?;
         r.pins = true;
     }
+    r.pins_root = remove_if_empty(names::BPF_ROOT)?;
     if let Some(root) = preflight::cgroup2_mount() {
         let cg = format!("{root}/polyphony/{}", n.prefix);
         if std::path::Path::new(&cg).exists() {
@@ -205,9 +213,24 @@ pub fn down(prefix: &str) -> Result<DownReport, TestbedError> {
     if std::path::Path::new(&sf).exists() {
         std::fs::remove_file(&sf).map_err(|e| TestbedError::io(&sf, e))?;
     }
-    let lock = dctcp::lock()?;
     r.dctcp_unregistered = dctcp::release(&lock, &n.prefix)?;
     Ok(r)
+}
+
+/// Removes the directory `dir` if it exists and is empty; returns whether it did.
+fn remove_if_empty(dir: &str) -> Result<bool, TestbedError> {
+    match std::fs::remove_dir(dir) {
+        Ok(()) => Ok(true),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::DirectoryNotEmpty
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(TestbedError::io(dir, e)),
+    }
 }
 
 /// The live status of instance `prefix`.
@@ -252,6 +275,20 @@ load = 0.2
         let sc = Scenario::from_toml(LEAF, "ls.toml").unwrap();
         let e = up(&sc, &TestbedOptions::new("ppt")).unwrap_err().to_string();
         assert!(e.contains("topology.kind") && e.contains("dumbbell"), "{e}");
+    }
+
+    #[test]
+    fn only_an_empty_directory_is_removed() {
+        let root = std::env::temp_dir().join(format!("pp-testbed-rmdir-{}", std::process::id()));
+        let other = root.join("other-instance");
+        std::fs::create_dir_all(&other).unwrap();
+        let dir = root.to_str().unwrap();
+        assert!(!remove_if_empty(dir).unwrap(), "another instance's directory is inside");
+        assert!(other.exists());
+        std::fs::remove_dir(&other).unwrap();
+        assert!(remove_if_empty(dir).unwrap());
+        assert!(!root.exists());
+        assert!(!remove_if_empty(dir).unwrap(), "already gone");
     }
 
     #[test]
