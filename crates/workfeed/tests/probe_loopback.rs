@@ -1,8 +1,8 @@
 //! The probe on real sockets (needs root; prints "skipped: needs root" otherwise): loopback
 //! connections to a filtered server port are recorded once per socket with exact payload sizes,
-//! the DSCP and the client/server roles; connections to another port are filtered out and counted;
-//! changing the filter at run time takes effect. The probe is detached when dropped (nothing is
-//! pinned), also when an assertion fails.
+//! the DSCP and the client/server roles; connections to another port are filtered out and counted,
+//! and their closes are not counted as lost records; changing the filter at run time takes effect.
+//! The probe is detached when dropped (nothing is pinned), also when an assertion fails.
 //!
 //! Other engineers' tests may open connections at the same time; the port filter (ports of this
 //! test's own listeners) keeps them out.
@@ -109,6 +109,11 @@ fn loopback_connections_are_recorded_exactly_and_filters_apply() {
     assert!(
         stats[&Stat::Emitted] >= 2 && stats[&Stat::RingbufFull] == 0,
         "{stats:?}"
+    );
+    assert_eq!(
+        (stats[&Stat::UntrackedClose], stats[&Stat::OpenFailed]),
+        (0, 0),
+        "the filtered sockets' closes are not counted as lost records: {stats:?}"
     );
 
     // Switch the filter to the other port: now only its connections are recorded.
