@@ -75,6 +75,8 @@ pub struct AcqContext<'a> {
     /// The last measured ratios (objective order): they stand in for a class the model's
     /// window has no SLI of, the same value for every candidate.
     pub stand_in: Option<&'a [f64]>,
+    /// The model's per-class calibration factors ([`crate::calibration`]); `None` = 1.
+    pub scale: Option<&'a [f64]>,
 }
 
 /// One scored configuration.
@@ -226,7 +228,11 @@ impl<'a> Evaluator<'a> {
         let mut order = self.order.borrow_mut();
         for (((k, xr, cfg), s), (mu, sigma)) in fresh.into_iter().zip(slis).zip(post) {
             let f = match &s {
-                Some(s) => match c.objective.value_with_stand_in(s, c.stand_in) {
+                Some(s) => match c
+                    .objective
+                    .model_ratios(s)
+                    .and_then(|r| c.objective.model_value(&r, c.scale, c.stand_in))
+                {
                     Ok((v, absent)) => {
                         let mut seen = self.stood_in.borrow_mut();
                         for a in absent {
@@ -593,6 +599,7 @@ mod tests {
             params: &params,
             known: &[],
             stand_in: None,
+            scale: None,
         };
         let ev = Evaluator::new(&ctx);
         let acq = ev.score(&[space.opt_of(&centre)]);

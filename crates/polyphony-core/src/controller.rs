@@ -177,6 +177,10 @@ pub struct Proposal {
     pub model_evaluations: usize,
     /// Calls of the model (batches).
     pub model_calls: usize,
+    /// The model's per-class calibration factors used (objective order; `None` without a model
+    /// or with `model_calibration` off): the measured ratio is this many times the model's.
+    #[serde(default)]
+    pub model_scale: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -456,10 +460,40 @@ impl Controller {
         let s: Vec<&Sample> = self.state.samples.samples().collect();
         let nf = self.space.n_features();
         let feats: Vec<Vec<f64>> = s.iter().map(|s| self.space.features(&s.x)).collect();
+        let scale = self.model_scale();
         (
             Array2::from_shape_fn((s.len(), nf), |(i, j)| feats[i][j]),
-            Array1::from_iter(s.iter().map(|s| s.residual(self.params.residual, self.variant.model))),
+            Array1::from_iter(s.iter().map(|s| {
+                self.params
+                    .residual
+                    .residual(s.g, self.sample_f(s, scale.as_deref()), self.variant.model)
+            })),
         )
+    }
+
+    /// The per-class calibration of the model from the admitted samples
+    /// ([`crate::calibration`]); `None` when switched off or without a model.
+    pub fn model_scale(&self) -> Option<Vec<f64>> {
+        if !(self.params.model_calibration && self.variant.model) {
+            return None;
+        }
+        let pairs = self
+            .state
+            .samples
+            .samples()
+            .map(|s| (s.ratios.as_slice(), s.model_ratios.as_slice()));
+        Some(crate::calibration::class_scales(pairs, self.objective.targets().len()))
+    }
+
+    /// f of a stored sample under the calibration `scale` (its stored, uncalibrated f when it
+    /// carries no per-class ratios, as in older states).
+    fn sample_f(&self, s: &Sample, scale: Option<&[f64]>) -> f64 {
+        if !self.variant.model || s.model_ratios.is_empty() {
+            return s.f;
+        }
+        self.objective
+            .model_value(&s.model_ratios, scale, Some(&s.ratios))
+            .map_or(s.f, |(v, _)| v)
     }
 
     /// The common-random-number seed of the current workload.
@@ -537,7 +571,9 @@ impl Controller {
         let mut calls = 0;
         // 1. The model's view of the new observations, in one batch.
         let pending = std::mem::take(&mut self.state.pending);
-        let fs: Vec<f64> = match model {
+        // Per observation: the model's per-class ratios (NaN: a class it saw no flow of) and
+        // f, uncalibrated (absent classes take the measured ratio).
+        let fs: Vec<(Vec<f64>, f64)> = match model {
             Some(m) if !pending.is_empty() => {
                 let cfgs: Vec<NetworkConfig> = pending.iter().map(|p| p.config.clone()).collect();
                 calls += 1;
@@ -561,18 +597,25 @@ impl Controller {
                     .zip(&pending)
                     .map(|(s, p)| {
                         let stand_in = (!p.ratios.is_empty()).then_some(p.ratios.as_slice());
-                        self.objective
-                            .value_with_stand_in(s, stand_in)
-                            .map_or(f64::NAN, |(v, _)| v)
+                        match self.objective.model_ratios(s) {
+                            Ok(r) => {
+                                let f = self
+                                    .objective
+                                    .model_value(&r, None, stand_in)
+                                    .map_or(f64::NAN, |(v, _)| v);
+                                (r, f)
+                            }
+                            Err(_) => (Vec::new(), f64::NAN),
+                        }
                     })
                     .collect()
             }
-            _ => vec![0.0; pending.len()],
+            _ => vec![(Vec::new(), 0.0); pending.len()],
         };
         // 2. Admission.
         let gs = self.gp_settings();
         let mut admissions = Vec::new();
-        for (p, f) in pending.into_iter().zip(fs) {
+        for (p, (model_ratios, f)) in pending.into_iter().zip(fs) {
             if !f.is_finite() {
                 tracing::warn!(
                     iteration = p.iteration,
@@ -585,6 +628,8 @@ impl Controller {
                 x: p.x,
                 g: p.g,
                 f,
+                ratios: p.ratios,
+                model_ratios,
             };
             let surprising = if self.variant.correction && self.state.samples.len() >= gs.min_samples {
                 let (x, y) = self.training();
@@ -592,7 +637,9 @@ impl Controller {
                 let feat = Array2::from_shape_vec((1, self.space.n_features()), self.space.features(&sample.x))
                     .map_err(|e| CoreError::State(e.to_string()))?;
                 let (mu, sd) = s.predict(&feat)[0];
-                (sample.residual(self.params.residual, self.variant.model) - mu).abs()
+                let scale = self.model_scale();
+                let f = self.sample_f(&sample, scale.as_deref());
+                (self.params.residual.residual(sample.g, f, self.variant.model) - mu).abs()
                     > self.params.surprise_sigmas * sd.max(1e-12)
             } else {
                 false
@@ -646,6 +693,7 @@ impl Controller {
         by_g.sort_by(|a, b| a.g.total_cmp(&b.g));
         extra.extend(by_g.iter().take(3).map(|s| s.x.clone()));
         let known: Vec<Vec<f64>> = self.state.samples.samples().map(|s| s.x.clone()).collect();
+        let scale = self.model_scale();
         let ctx = AcqContext {
             known: &known,
             space: &self.space,
@@ -659,6 +707,7 @@ impl Controller {
             g_best: best.g,
             params: &self.params,
             stand_in: self.state.last_ratios.as_deref(),
+            scale: scale.as_deref(),
         };
         let out = acquire(&ctx, &extra, &mut self.state.rng)?;
         evaluations += out.evaluations;
@@ -716,6 +765,10 @@ impl Controller {
             }
         };
         reason.text += &stood_in;
+        if let Some(s) = scale.as_ref().filter(|s| s.iter().any(|v| (v - 1.0).abs() > 0.05)) {
+            let f: Vec<String> = s.iter().map(|v| format!("{v:.2}")).collect();
+            reason.text += &format!("; model calibrated per class ×{}", f.join("/"));
+        }
         let proposal = Proposal {
             iteration: self.state.proposals,
             config: b.config.clone(),
@@ -732,6 +785,7 @@ impl Controller {
             samples: self.state.samples.len(),
             model_evaluations: evaluations,
             model_calls: calls,
+            model_scale: scale,
         };
         self.state.last_proposal = Some(b.x);
         self.state.proposals += 1;

@@ -21,6 +21,7 @@
 pub mod acquire;
 pub mod adapt;
 pub mod bluefin;
+pub mod calibration;
 pub mod controller;
 pub mod denoise;
 pub mod ei;

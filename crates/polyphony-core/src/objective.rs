@@ -145,57 +145,77 @@ impl Objective {
         Ok(self.of_ratios(&self.ratios(slis)?))
     }
 
-    /// J of a model's prediction in which a class may be absent: a class with no SLI at all
-    /// (none of its flows completed in the model's window — a light interval) takes
-    /// `stand_in[i]`, its measured ratio, instead of failing every candidate alike. The model
-    /// then ranks the candidates by the classes it did see. Returns J and the names of the
-    /// classes that were stood in for. Any other defect (a non-finite or non-positive SLI, a
-    /// missing percentile), or a missing class without a stand-in, is the error
-    /// [`Objective::ratios`] gives.
-    pub fn value_with_stand_in(
-        &self,
-        slis: &SliVector,
-        stand_in: Option<&[f64]>,
-    ) -> Result<(f64, Vec<String>), CoreError> {
+    /// The ratios of a model's prediction, in objective order, with NaN for a class that has
+    /// no SLI at all (none of its flows completed in the model's window — a light interval).
+    /// A class that is present but unusable (non-finite or non-positive, or without the SLO's
+    /// percentile) is the error [`Objective::ratios`] gives.
+    pub fn model_ratios(&self, slis: &SliVector) -> Result<Vec<f64>, CoreError> {
         let mut present = SliVector { classes: Vec::new() };
-        let mut absent = Vec::new();
-        for (i, t) in self.targets.iter().enumerate() {
-            match (slis.get(t.dscp), stand_in.and_then(|s| s.get(i))) {
-                (Some(c), _) => present.classes.push(*c),
-                (None, Some(&r)) if r.is_finite() && r >= 0.0 => absent.push((i, r)),
-                (None, _) => {
-                    return Err(CoreError::InvalidSli {
-                        class: t.name.clone(),
-                        why: MISSING.into(),
-                    })
-                }
+        let mut kept = Vec::new();
+        for t in &self.targets {
+            if let Some(c) = slis.get(t.dscp) {
+                present.classes.push(*c);
+                kept.push(t.clone());
             }
         }
-        if absent.is_empty() {
-            return Ok((self.value(slis)?, Vec::new()));
-        }
-        // Ratios of the present classes, checked as usual; then the stand-ins in their places.
-        let kept: Vec<ClassTarget> = self
-            .targets
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !absent.iter().any(|(a, _)| a == i))
-            .map(|(_, t)| t.clone())
-            .collect();
         let partial = Objective {
             targets: kept,
             ..self.clone()
         };
         let mut got = partial.ratios(&present)?.into_iter();
-        let mut r = Vec::with_capacity(self.targets.len());
-        for i in 0..self.targets.len() {
-            match absent.iter().find(|(a, _)| *a == i) {
-                Some(&(_, v)) => r.push(v),
-                None => r.push(got.next().unwrap_or(f64::NAN)),
+        Ok(self
+            .targets
+            .iter()
+            .map(|t| match slis.get(t.dscp) {
+                Some(_) => got.next().unwrap_or(f64::NAN),
+                None => f64::NAN,
+            })
+            .collect())
+    }
+
+    /// J of model ratios `r` (from [`Objective::model_ratios`]), each multiplied by its class's
+    /// `scale` (the model's calibration; `None` = 1), where an absent class (NaN) takes
+    /// `stand_in[i]`, its measured ratio, unscaled — the same value for every candidate, so the
+    /// model ranks candidates by the classes it did see. Returns J and the names of the classes
+    /// stood in for; an absent class without a stand-in is an error naming it.
+    pub fn model_value(
+        &self,
+        r: &[f64],
+        scale: Option<&[f64]>,
+        stand_in: Option<&[f64]>,
+    ) -> Result<(f64, Vec<String>), CoreError> {
+        let mut out = Vec::with_capacity(self.targets.len());
+        let mut absent = Vec::new();
+        for (i, t) in self.targets.iter().enumerate() {
+            let ri = r.get(i).copied().unwrap_or(f64::NAN);
+            if ri.is_nan() {
+                match stand_in.and_then(|s| s.get(i)) {
+                    Some(&v) if v.is_finite() && v >= 0.0 => {
+                        out.push(v);
+                        absent.push(t.name.clone());
+                    }
+                    _ => {
+                        return Err(CoreError::InvalidSli {
+                            class: t.name.clone(),
+                            why: MISSING.into(),
+                        })
+                    }
+                }
+            } else {
+                out.push(ri * scale.and_then(|s| s.get(i)).copied().unwrap_or(1.0));
             }
         }
-        let names = absent.iter().map(|(i, _)| self.targets[*i].name.clone()).collect();
-        Ok((self.of_ratios(&r), names))
+        Ok((self.of_ratios(&out), absent))
+    }
+
+    /// J of a model's prediction in which a class may be absent, without calibration:
+    /// [`Objective::model_ratios`] then [`Objective::model_value`].
+    pub fn value_with_stand_in(
+        &self,
+        slis: &SliVector,
+        stand_in: Option<&[f64]>,
+    ) -> Result<(f64, Vec<String>), CoreError> {
+        self.model_value(&self.model_ratios(slis)?, None, stand_in)
     }
 }
 

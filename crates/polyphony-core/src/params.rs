@@ -105,6 +105,11 @@ pub struct ControllerParams {
     /// good candidate below J's lower bound (`crate::residual`; measurements in
     /// docs/controller.md).
     pub residual: ResidualSpace,
+    /// Calibrate the model per class before the objective ([`crate::calibration`]): each
+    /// class's predicted ratio is multiplied by the median factor the model missed that class
+    /// by over the admitted samples. On: a scalar residual cannot correct a model that errs
+    /// differently per class (measured in docs/controller.md).
+    pub model_calibration: bool,
     /// Prior standard deviation of the residual before any fit, in the residual's units
     /// (objective units, or log units with `residual = log`). 0.3: the order of a 30 % model
     /// error (on a ratio near 1, when additive).
@@ -155,6 +160,7 @@ impl Default for ControllerParams {
             gp_max_eval: 60,
             gp_min_samples: 3,
             residual: ResidualSpace::Log,
+            model_calibration: true,
             gp_prior_sigma: 0.3,
             acq_random_candidates: 64,
             acq_refine_starts: 3,

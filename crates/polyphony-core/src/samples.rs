@@ -5,7 +5,6 @@
 //! *refreshes* the stored one (newest measurement wins), so a changed system is not explained
 //! with stale values. Pure data structure; no I/O.
 
-use crate::residual::ResidualSpace;
 use crate::space::Space;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -19,16 +18,16 @@ pub struct Sample {
     pub x: Vec<f64>,
     /// Measured (denoised) objective g.
     pub g: f64,
-    /// The model's objective f at the same configuration (0 without a model).
+    /// The model's objective f at the same configuration (0 without a model), uncalibrated.
     pub f: f64,
-}
-
-impl Sample {
-    /// The residual the GP learns: R = g − f, or ln g − ln f (`space`); the model-free
-    /// variants (`with_model = false`) learn g or ln g itself.
-    pub fn residual(&self, space: ResidualSpace, with_model: bool) -> f64 {
-        space.residual(self.g, self.f, with_model)
-    }
+    /// The measured per-class ratios (objective order); empty in states saved before they
+    /// were kept.
+    #[serde(default)]
+    pub ratios: Vec<f64>,
+    /// The model's per-class ratios at the same configuration and window (NaN: the model saw
+    /// no flow of the class); empty without a model or in older states.
+    #[serde(default)]
+    pub model_ratios: Vec<f64>,
 }
 
 /// What the admission rule decided.
@@ -142,6 +141,8 @@ mod tests {
             x,
             g,
             f: 0.0,
+            ratios: Vec::new(),
+            model_ratios: Vec::new(),
         }
     }
 

@@ -82,6 +82,7 @@ pub(crate) fn baseline_proposal(iteration: u64, config: NetworkConfig, point: Ve
         samples: 0,
         model_evaluations: 0,
         model_calls: 0,
+        model_scale: None,
     }
 }
 

@@ -278,12 +278,67 @@ fn a_class_missing_from_the_models_window_does_not_stop_the_controller() {
 }
 
 #[test]
+fn a_model_that_errs_per_class_is_calibrated_per_class() {
+    // The model halves the first class's tail and doubles the last one's, everywhere.
+    struct Skewed(FormulaModel);
+    impl PerformanceModel for Skewed {
+        fn predict(&self, configs: &[NetworkConfig], _: u64) -> Result<Vec<SliVector>, ModelError> {
+            Ok(configs
+                .iter()
+                .map(|c| {
+                    let mut s = self.0.slis(c);
+                    let n = s.classes.len();
+                    s.classes[0].p99 *= 0.5;
+                    s.classes[n - 1].p99 *= 2.0;
+                    s
+                })
+                .collect())
+        }
+    }
+    let (sc, truth, mut c, _) = observed_once();
+    let model = Skewed(FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    });
+    let mut p = c.propose(&model).expect("propose");
+    for _ in 0..3 {
+        c.observe(&Observation {
+            config: p.config.clone(),
+            slis: truth.slis(&p.config),
+            workload: None,
+        })
+        .expect("observe");
+        p = c.propose(&model).expect("propose");
+    }
+    let s = p.model_scale.clone().expect("calibrated");
+    assert_eq!(s.len(), sc.classes.len());
+    assert!(
+        (s[0] - 2.0).abs() < 1e-9 && (s[1] - 1.0).abs() < 1e-9 && (s[2] - 0.5).abs() < 1e-9,
+        "{s:?}"
+    );
+    assert!(
+        p.reason.text.contains("model calibrated per class ×2.00/1.00/0.50"),
+        "{}",
+        p.reason.text
+    );
+    // Switched off, the model is taken as it is.
+    let (_, _, mut off, _) = observed_once();
+    off = Controller::from_json(
+        &off.to_json()
+            .expect("json")
+            .replace("\"model_calibration\":true", "\"model_calibration\":false"),
+    )
+    .expect("json");
+    assert_eq!(off.propose(&model).expect("propose").model_scale, None);
+}
+
+#[test]
 fn a_state_saved_before_the_residual_space_and_warm_up_fields_still_loads() {
     let (_, truth, c, cfg) = observed_once();
     let mut v: serde_json::Value = serde_json::from_str(&c.to_json().expect("json")).expect("value");
     // What a controller saved by an earlier release lacks.
     let params = v["params"].as_object_mut().expect("params");
-    assert!(params.remove("residual").is_some());
+    assert!(params.remove("residual").is_some() && params.remove("model_calibration").is_some());
     let state = v["state"].as_object_mut().expect("state");
     assert!(state.remove("warmup_g").is_some() && state.remove("warmup_centre").is_some());
     assert!(state.remove("last_ratios").is_some());
