@@ -45,7 +45,7 @@ pub enum Command {
     /// The "live" network is the packet-level simulator (pktsim); the controller's model is
     /// flowsim. The loop starts from a deliberately poor configuration (skewed weights, tiny
     /// initial windows), prints one line per iteration (per-class p99 vs SLO, objective J, the
-    /// prediction ĝ±σ, the controller's reason), reports the iteration from which all SLOs held
+    /// prediction ĝ ×÷ e^σ, the controller's reason), reports the iteration from which all SLOs held
     /// for 3 consecutive iterations, and writes a plot.
     Demo(DemoArgs),
     /// Print the per-class SLIs one configuration gives on a scenario, by simulation.

@@ -62,7 +62,7 @@ pub struct DemoIteration {
     pub objective: f64,
     /// Prediction for the next configuration.
     pub next_g_hat: Option<f64>,
-    /// Its σ.
+    /// Its σ (of ln J: the demo runs the default log residual).
     pub next_sigma: Option<f64>,
     /// EI of the next configuration.
     pub next_ei: Option<f64>,
@@ -292,7 +292,8 @@ fn line(scenario: &Scenario, it: &DemoIteration) -> String {
         })
         .collect();
     let pred = match (it.next_g_hat, it.next_sigma) {
-        (Some(g), Some(s)) => format!("ĝ={g:.3}±{s:.3}"),
+        // The default log residual: σ is of ln J, so the prediction is ĝ ×÷ e^σ.
+        (Some(g), Some(s)) => format!("ĝ={g:.3}×÷{:.2}", s.exp()),
         (Some(g), None) => format!("ĝ={g:.3}"),
         _ => "ĝ=–".into(),
     };

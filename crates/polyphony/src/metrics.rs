@@ -11,7 +11,7 @@
 //! | `all_slos_met` | | 1 when every class did |
 //! | `objective_measured` | | g: the objective J of the measured ratios |
 //! | `objective_predicted` | | ĝ at the configuration chosen next |
-//! | `objective_predicted_sigma` | | σ of that prediction |
+//! | `objective_predicted_sigma` | | σ of that prediction (of ln J with the default log residual) |
 //! | `knob` | knob, class, kind | every knob's value in force, physical units |
 //! | `iterations_total` | | control iterations completed |
 //! | `iteration_seconds` | | histogram of whole-iteration wall time |
@@ -186,7 +186,7 @@ impl Metrics {
         );
         r.register(
             "objective_predicted_sigma",
-            "Standard deviation of the predicted objective",
+            "Standard deviation of the residual's prediction: objective units, or of ln J with controller.residual = log (the default)",
             m.objective_predicted_sigma.clone(),
         );
         r.register("knob", "Knob values in force, physical units", m.knob.clone());

@@ -14,7 +14,7 @@ use crate::network::{ModelContext, Traffic};
 use crate::state::{PersistedState, StateDir};
 use crate::Failure;
 use anyhow::{anyhow, Context};
-use polyphony_core::{Controller, Observation, Variant};
+use polyphony_core::{Controller, Observation, ResidualSpace, Variant};
 use polyphony_spec::{NetworkConfig, SliVector, Workload};
 use serde::Deserialize;
 use std::path::Path;
@@ -158,6 +158,8 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
             "predicted_slis": p.model_slis,
             "g_hat": p.g_hat,
             "sigma": p.sigma,
+            "residual": controller.params().residual,
+            "model_scale": p.model_scale,
             "expected_improvement": p.expected_improvement,
             "g_best": p.g_best,
             "trust_radius": p.trust_radius,
@@ -174,10 +176,13 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     println!("current:     {}", describe(&current));
     println!("recommended: {}", describe(&p.config));
     let num = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.3}"));
+    let spread = match controller.params().residual {
+        ResidualSpace::Additive => format!("± {}", num(p.sigma)),
+        ResidualSpace::Log => format!("×÷ {} (σ of ln J {})", num(p.sigma.map(f64::exp)), num(p.sigma)),
+    };
     println!(
-        "predicted objective ĝ = {} ± {}, expected improvement {} over the best measured {} ({} samples)",
+        "predicted objective ĝ = {} {spread}, expected improvement {} over the best measured {} ({} samples)",
         num(p.g_hat),
-        num(p.sigma),
         num(p.expected_improvement),
         num(p.g_best),
         p.samples
