@@ -7,7 +7,11 @@
 //! [`WorkloadWindow`] into what the controller needs:
 //!
 //! * flows whose endpoints are not both in `workload.hosts`, whose DSCP has no `[[classes]]`
-//!   entry, or whose two endpoints map to one host are left out (counted per reason);
+//!   entry, whose two endpoints map to one host, or whose class nothing reported tells (only
+//!   their receiver's socket reached the aggregator, unmarked: docs/workfeed.md) are left out,
+//!   counted per reason ([`LeftOut::reasons`]);
+//! * kept flows only one of whose sockets was reported are counted
+//!   ([`CapturedWindow::one_sided`]): a record was lost on the way, or a peer has no agent;
 //! * the kept flows, renumbered in start order, are the model's [`Workload`];
 //! * a kept flow's slowdown is its captured duration (open to close) over the ideal FCT of its
 //!   path in the model's topology ([`polyphony_model::Topology::ideal`], docs/models.md),
@@ -28,7 +32,7 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
-use tracing::info;
+use tracing::{debug, info, warn};
 use workfeed::aggregator::{Aggregator, AggregatorConfig};
 use workfeed::metrics::AggregatorMetrics;
 use workfeed::wire::AuthKey;
@@ -129,7 +133,27 @@ impl Feed {
             .agg
             .window(Duration::from_secs_f64(window_s))
             .map_err(|e| anyhow!("Workfeed window: {e}"))?;
-        CapturedWindow::build(w, hosts, classes)
+        let cw = CapturedWindow::build(w, hosts, classes)?;
+        if cw.left_out.unclassified > 0 {
+            let left_out: Vec<String> = cw.left_out.reasons().iter().map(|(r, n)| format!("{r} {n}")).collect();
+            warn!(
+                unclassified = cw.left_out.unclassified,
+                one_sided = cw.one_sided,
+                left_out = left_out.join(", "),
+                "Workfeed window: flows left out as unclassified (only their receiver's socket was reported, \
+                 unmarked, so their class is unknown): a record lost between a probe and this aggregator, or a \
+                 sender without an agent. Check the agents' probe counters (workfeed_agent_probe) and \
+                 workfeed_aggregator_one_sided_evicted"
+            );
+        } else if cw.one_sided > 0 {
+            // Kept, with size and class from the one socket reported; routine when some hosts
+            // run no agent, so not a warning.
+            debug!(
+                one_sided = cw.one_sided,
+                "Workfeed window: flows only one of whose sockets was reported"
+            );
+        }
+        Ok(cw)
     }
 }
 
@@ -142,6 +166,24 @@ pub struct LeftOut {
     pub unknown_class: usize,
     /// Both endpoints are one host.
     pub same_host: usize,
+    /// Nothing reported tells its class: only the receiver's socket was reported and it is
+    /// unmarked ([`WorkloadWindow::unclassified`]).
+    pub unclassified: usize,
+}
+
+impl LeftOut {
+    /// Every reason with its count, under the names of `workfeed_window_left_out{reason}`. (The
+    /// daemon's publisher, `note_window` in `daemon/mod.rs`, still lists the first three itself,
+    /// so `unclassified` reaches the log of [`Feed::window`] and the aggregator's gauge
+    /// `workfeed_aggregator_window_unclassified` but not that metric yet.)
+    pub fn reasons(&self) -> [(&'static str, usize); 4] {
+        [
+            ("unmapped_host", self.unmapped_host),
+            ("unknown_class", self.unknown_class),
+            ("same_host", self.same_host),
+            ("unclassified", self.unclassified),
+        ]
+    }
 }
 
 /// One interval's captured flows, as the model and the SLI computation take them.
@@ -153,6 +195,9 @@ pub struct CapturedWindow {
     pub captured: Vec<CapturedFlow>,
     /// Flows left out.
     pub left_out: LeftOut,
+    /// Flows in `captured` only one of whose sockets was reported (their size and class come
+    /// from that socket).
+    pub one_sided: usize,
 }
 
 impl CapturedWindow {
@@ -161,6 +206,7 @@ impl CapturedWindow {
     pub fn build(w: WorkloadWindow, hosts: &BTreeMap<Ipv4Addr, u32>, classes: &[Dscp]) -> Result<CapturedWindow> {
         let mut left_out = LeftOut {
             same_host: w.same_host,
+            unclassified: w.unclassified,
             ..LeftOut::default()
         };
         let mut flows = Vec::with_capacity(w.captured.len());
@@ -187,10 +233,12 @@ impl CapturedWindow {
             kept.push(c);
         }
         let workload = Workload::new(flows, w.workload.duration).map_err(|e| anyhow!("Workfeed window: {e}"))?;
+        let one_sided = kept.iter().filter(|c| !c.both_sides).count();
         Ok(CapturedWindow {
             workload,
             captured: kept,
             left_out,
+            one_sided,
         })
     }
 
@@ -221,5 +269,100 @@ impl CapturedWindow {
         let mut v = SliVector::from_outcomes(&outcomes, classes);
         v.classes.retain(|c| c.flows >= min_flows);
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyphony_spec::Bytes;
+    use std::net::SocketAddrV4;
+    use workfeed::collector::{Connection, DscpEvidence, FlowDirections};
+    use workfeed::{ConnKey, FlowRecord, HostMap, KeepProbability};
+
+    const SENDER: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 2);
+    const RECEIVER: Ipv4Addr = Ipv4Addr::new(198, 18, 100, 2);
+
+    /// One socket's record of a connection `client_port` → receiver:5001 that carried `size`
+    /// bytes to the receiver, opened at `start` s.
+    fn side(client: bool, client_port: u16, dscp: Dscp, size: u64, start: u64) -> FlowRecord {
+        let (c, s) = (
+            SocketAddrV4::new(SENDER, client_port),
+            SocketAddrV4::new(RECEIVER, 5001),
+        );
+        let (local, remote) = if client { (c, s) } else { (s, c) };
+        FlowRecord {
+            local,
+            remote,
+            dscp,
+            active: client,
+            fin_sent: true,
+            peer_fin: true,
+            bytes_sent: Bytes(if client { size } else { 1 }),
+            bytes_received: Bytes(if client { 1 } else { size }),
+            srtt: Nanos(100_000),
+            retrans: 0,
+            start: Nanos(start * 1_000_000_000),
+            end: Nanos(start * 1_000_000_000 + 5_000_000),
+        }
+    }
+
+    fn connection(client: Option<FlowRecord>, server: Option<FlowRecord>) -> Connection {
+        let r = client.or(server).expect("one side");
+        let (c, s) = if r.active {
+            (r.local, r.remote)
+        } else {
+            (r.remote, r.local)
+        };
+        Connection {
+            key: ConnKey { client: c, server: s },
+            client,
+            server,
+            keep: KeepProbability::ALL,
+        }
+    }
+
+    /// A connection whose client record was lost and whose server socket is unmarked has no
+    /// class: the daemon's window leaves it out and says so (`unclassified`) instead of the flow
+    /// vanishing from every count; a connection reported by its client only is kept and counted
+    /// as one-sided.
+    #[test]
+    fn unclassified_flows_are_counted_among_the_left_out_and_one_sided_ones_among_the_kept() {
+        let af11 = Dscp::AF11;
+        let both = connection(
+            Some(side(true, 40000, af11, 10_000, 1)),
+            Some(side(false, 40000, Dscp::from_tos(0), 10_000, 1)),
+        );
+        let server_only = connection(None, Some(side(false, 40001, Dscp::from_tos(0), 5_000, 2)));
+        let client_only = connection(Some(side(true, 40002, af11, 7_000, 3)), None);
+        let flows: Vec<CapturedFlow> = [&both, &server_only, &client_only]
+            .iter()
+            .flat_map(|c| c.flows(FlowDirections::Dominant))
+            .collect();
+        assert_eq!(flows[1].dscp_evidence, DscpEvidence::Unknown, "{flows:?}");
+        let hosts = BTreeMap::from([(SENDER, 0), (RECEIVER, 1)]);
+        let host_map = HostMap::new(hosts.iter().map(|(a, h)| (*a, HostId(*h))));
+        let w = WorkloadWindow::build(Nanos(0), Nanos(10_000_000_000), flows, &host_map).expect("window");
+
+        let cw = CapturedWindow::build(w, &hosts, &[af11]).expect("captured window");
+
+        assert_eq!(cw.workload.flows.len(), 2, "{:?}", cw.workload.flows);
+        assert_eq!(
+            cw.left_out,
+            LeftOut {
+                unclassified: 1,
+                ..LeftOut::default()
+            }
+        );
+        assert!(
+            cw.left_out.reasons().contains(&("unclassified", 1)),
+            "{:?}",
+            cw.left_out.reasons()
+        );
+        assert_eq!(cw.one_sided, 1);
+        assert_eq!(
+            cw.captured.iter().map(|c| c.size.0).collect::<Vec<_>>(),
+            [10_000, 7_000]
+        );
     }
 }
