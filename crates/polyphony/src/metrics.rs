@@ -24,7 +24,7 @@
 //! | `workload_offered_mbps` | class, dscp | offered load of the window |
 //! | `mode_apply` | | 1 in apply mode, 0 in advise mode |
 //! | `skipped_intervals_total` | reason | intervals with nothing to measure or model (`empty_window`, `class_without_flows`, `missing_sli`) |
-//! | `workfeed_window_left_out` | reason | captured flows left out of the last Workfeed window (`unmapped_host`, `unknown_class`, `same_host`) |
+//! | `workfeed_window_left_out` | reason | captured flows left out of the last Workfeed window (`unmapped_host`, `unknown_class`, `same_host`, `unclassified`) |
 //! | `workfeed_aggregator_*` | | the embedded Workfeed aggregator's counters (docs/workfeed.md), when `[workload] source = "workfeed"` |
 //! | `workfeed_aggregator_restarts_total` | | restarts of that aggregator's receive loop after a socket error (backoff 1 s doubling to 60 s) |
 //!

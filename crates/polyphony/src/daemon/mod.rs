@@ -555,11 +555,7 @@ impl Daemon {
     /// Publishes the workload window of an interval (metrics of left-out flows, `/v1/workload`).
     fn note_window(&mut self, iteration: u64, got: &sources::Gathered) {
         if let Some(l) = got.left_out {
-            for (reason, n) in [
-                ("unmapped_host", l.unmapped_host),
-                ("unknown_class", l.unknown_class),
-                ("same_host", l.same_host),
-            ] {
+            for (reason, n) in l.reasons() {
                 self.metrics
                     .workfeed_left_out
                     .get_or_create(&crate::metrics::ReasonLabels { reason: reason.into() })
@@ -571,11 +567,12 @@ impl Daemon {
             unix_time: unix_now(),
             flows: got.workload.flows.len(),
             left_out: got.left_out.map(|l| {
-                serde_json::json!({
-                    "unmapped_host": l.unmapped_host,
-                    "unknown_class": l.unknown_class,
-                    "same_host": l.same_host,
-                })
+                serde_json::Value::Object(
+                    l.reasons()
+                        .into_iter()
+                        .map(|(reason, n)| (reason.to_string(), n.into()))
+                        .collect(),
+                )
             }),
             workload: (*got.workload).clone(),
         }));
