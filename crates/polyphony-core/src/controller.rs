@@ -427,7 +427,16 @@ impl Controller {
                 st.stall_streak += 1;
                 st.improve_streak = 0;
                 if st.stall_streak >= self.params.trust_shrink_after {
-                    st.radius = (st.radius * 0.5).max(self.params.trust_radius_min);
+                    // TuRBO's restart: a region that has shrunk to its minimum without
+                    // improving, around a best point that still misses an SLO (J > 1), is a
+                    // local trap under noise; re-open it instead of staying there.
+                    let at_min = st.radius <= self.params.trust_radius_min * (1.0 + 1e-9);
+                    if self.params.trust_restart && at_min && before.is_some_and(|b| b > 1.0) {
+                        tracing::info!(g_best = ?before, "trust region re-opened: stalled at its minimum radius above every SLO");
+                        st.radius = self.params.trust_radius_init;
+                    } else {
+                        st.radius = (st.radius * 0.5).max(self.params.trust_radius_min);
+                    }
                     st.stall_streak = 0;
                 }
             }

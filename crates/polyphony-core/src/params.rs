@@ -46,6 +46,11 @@ pub struct ControllerParams {
     /// Consecutive non-improvements before the radius halves. 3: tolerate noise before
     /// concluding the region is too large.
     pub trust_shrink_after: u32,
+    /// Re-open the region to `trust_radius_init` when it would shrink again at its minimum
+    /// while the best measured J is above 1 (some SLO still missed) — TuRBO's restart, so
+    /// noise cannot pin the search in a region where nothing is compliant. On; measured in
+    /// docs/controller.md.
+    pub trust_restart: bool,
     /// Aitchison weight α of the distance (§4.4). `None` = automatic: α = (n−1)/D², where D is
     /// the Aitchison distance between two opposite corners of the floored simplex, so that
     /// crossing a whole simplex block costs as much as crossing its n−1 free hypercube axes.
@@ -141,6 +146,7 @@ impl Default for ControllerParams {
             trust_radius_max: 1.0,
             trust_expand_after: 2,
             trust_shrink_after: 3,
+            trust_restart: true,
             aitchison_alpha: None,
             best_window: 10,
             sample_window: 50,

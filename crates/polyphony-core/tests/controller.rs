@@ -333,12 +333,58 @@ fn a_model_that_errs_per_class_is_calibrated_per_class() {
 }
 
 #[test]
+fn a_region_stalled_at_its_minimum_above_the_slos_is_reopened() {
+    let sc = scenario();
+    let truth = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    };
+    let params = ControllerParams {
+        trust_radius_init: 0.4,
+        trust_radius_min: 0.1,
+        trust_shrink_after: 1,
+        ..small_params()
+    };
+    let cfg = default_initial(&sc.classes);
+    // The same configuration measured again and again at J scaled by `k` (no improvement).
+    let radii = |k: f64, restart: bool| {
+        let p = ControllerParams {
+            trust_restart: restart,
+            ..params.clone()
+        };
+        let mut c = Controller::from_scenario(&sc, p, Variant::FULL).expect("controller");
+        let mut slis = truth.slis(&cfg);
+        let j0 = c.objective().value(&slis).expect("J");
+        for x in &mut slis.classes {
+            x.p99 *= k / j0;
+        }
+        (0..5)
+            .map(|_| {
+                c.observe(&Observation {
+                    config: cfg.clone(),
+                    slis: slis.clone(),
+                    workload: None,
+                })
+                .expect("observe")
+                .trust_radius
+            })
+            .collect::<Vec<f64>>()
+    };
+    // Above the SLOs: 0.4 → 0.2 → 0.1, then re-opened to 0.4 instead of staying at 0.1.
+    assert_eq!(radii(2.5, true), vec![0.4, 0.2, 0.1, 0.4, 0.2]);
+    // Switched off, or with every SLO met at the best point, it stays at its minimum.
+    assert_eq!(radii(2.5, false), vec![0.4, 0.2, 0.1, 0.1, 0.1]);
+    assert_eq!(radii(0.6, true), vec![0.4, 0.2, 0.1, 0.1, 0.1]);
+}
+
+#[test]
 fn a_state_saved_before_the_residual_space_and_warm_up_fields_still_loads() {
     let (_, truth, c, cfg) = observed_once();
     let mut v: serde_json::Value = serde_json::from_str(&c.to_json().expect("json")).expect("value");
     // What a controller saved by an earlier release lacks.
     let params = v["params"].as_object_mut().expect("params");
     assert!(params.remove("residual").is_some() && params.remove("model_calibration").is_some());
+    assert!(params.remove("trust_restart").is_some());
     let state = v["state"].as_object_mut().expect("state");
     assert!(state.remove("warmup_g").is_some() && state.remove("warmup_centre").is_some());
     assert!(state.remove("last_ratios").is_some());
