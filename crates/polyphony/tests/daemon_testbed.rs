@@ -9,17 +9,19 @@
 //!   towards it is empty);
 //! * the objective falls: the mean J of the last three iterations is below half the first J
 //!   (the poor start), and the lowest J below a third of it;
-//! * nothing about the SLOs themselves: the run stops early once every SLO held in three
-//!   consecutive iterations (DESIGN.md's convergence, k = 3), and the iterations where every
-//!   SLO held, the first of them, the lowest max ratio and the k = 3 iteration are printed,
-//!   but none is asserted. In the 8 recorded runs of these settings every SLO held in some
-//!   iteration in 6 and k = 3 in 1, and one run never came within 25 % of every SLO; a test
-//!   that fails one run in four or eight would block every change. One 12 s interval's p99 at
-//!   a fixed configuration scatters with a CV of 0.14–0.43 per class here, the calibration's
-//!   best configuration meets all three medium SLOs in only ~6 intervals of 8, and flowsim's J
-//!   on this testbed sits below J's lower bound, so the model's ranking counts only through
-//!   the residual GP. Every recorded run is in `docs/testbed-measurements.md` ("The daemon end
-//!   to end on the testbed"); issue 7's must-show 2 ("the SLOs are met") stays open.
+//! * the SLOs are met within a bounded number of iterations: every SLO holds in at least one
+//!   of the (at most `MAX_ITERATIONS` = 28) iterations. The run stops early once every SLO
+//!   held in three consecutive iterations (DESIGN.md's convergence, k = 3); that iteration,
+//!   the compliant iterations and the lowest max ratio are printed, not asserted: one 12 s
+//!   interval's p99 at a fixed configuration scatters with a CV of 0.14–0.43 per class here,
+//!   and even the calibration's best configuration meets all three medium SLOs in only ~6
+//!   intervals of 8, so k = 3 is partly luck (reached in 5 of 10 runs). With the core's log
+//!   residual and per-class model calibration (session 4) every SLO held in some iteration in
+//!   9 of 10 runs (first at iteration 3–14); the one failure sat at the trust region's minimum
+//!   radius around a point that missed every SLO, which the core's trust-region restart
+//!   (`61294e4`) now re-opens — with it, 3 of 3 runs met every SLO (first at 6, 3, 6). On the
+//!   earlier additive residual 2 of 8 runs never did. Every recorded run is in
+//!   `docs/testbed-measurements.md` ("The daemon end to end on the testbed").
 //!
 //! Needs root (namespaces, tc, BPF); prints "skipped: needs root" otherwise. Uses the testbed
 //! prefix `ppd` and tears it down even when an assertion fails. About 14 s per iteration, at
@@ -43,9 +45,10 @@ use std::time::Duration;
 const PREFIX: &str = "ppd";
 /// Iterations before the `kill -9`.
 const KILL_AFTER: u64 = 4;
-/// Iterations of the whole run (both daemons) at most; the run stops earlier once three
-/// consecutive iterations met every SLO. 28 gives the controller room (every SLO first held at
-/// iteration 3–16 in the recorded runs where it held) and keeps the test under ≈ 7.5 min.
+/// Iterations of the whole run (both daemons) at most, and the bound within which every SLO
+/// must hold once; the run stops earlier once three consecutive iterations met every SLO. 28
+/// gives the controller room (every SLO first held at iteration 3–18 in session 4's runs) and
+/// keeps the test under ≈ 7.5 min.
 const MAX_ITERATIONS: u64 = 28;
 /// The control interval (s): the scenario's `interval_s` for the daemon.
 const INTERVAL_S: f64 = 12.0;
@@ -122,10 +125,10 @@ gp_max_eval = 25
 # CV 0.14-0.43, docs/testbed-measurements.md); the default 1.5 declares regime shifts on noise
 # and re-centres the trust region on whatever was measured last.
 regime_factor = 3.0
-# flowsim's J on this testbed lies below J's lower bound ln(3)/10 for most configurations: until
-# the residual GP is fitted (the prior: one σ everywhere) every candidate scores the same, the
-# last proposal is proposed again, and its repeated measurement is never admitted (5 identical
-# intervals in one run, on the core's clamped surrogate). Fitting from 2 samples ends that.
+# Fit the residual GP from the second sample on: on the core's earlier additive residual the
+# prior (the mean residual of the poor start, one σ everywhere) scored every candidate alike,
+# the last proposal was proposed again and its repeat never admitted (6 identical intervals in
+# one run). Kept for the runs recorded since.
 gp_min_samples = 2
 {extra}
 
@@ -375,5 +378,10 @@ fn daemon_on_the_testbed_lowers_the_objective_from_a_poor_start_and_survives_kil
     );
     assert!(tail_mean < 0.5 * first, "the objective did not fall: {js:?}");
     assert!(min < first / 3.0, "the objective did not fall: {js:?}");
+    assert!(
+        !met.is_empty(),
+        "no iteration of {} met every SLO {slos:?} (lowest max ratio {best_max_ratio:.3}); J per iteration: {js:?}",
+        its.len()
+    );
     drop(guard);
 }
