@@ -481,9 +481,11 @@ impl Controller {
     }
 
     /// The per-class calibration of the model from the admitted samples
-    /// ([`crate::calibration`]); `None` when switched off or without a model.
+    /// ([`crate::calibration`]); `None` when switched off, without a model, or without
+    /// correction — the no-correction ablation is the open-loop model, which learns nothing
+    /// from measurements.
     pub fn model_scale(&self) -> Option<Vec<f64>> {
-        if !(self.params.model_calibration && self.variant.model) {
+        if !(self.params.model_calibration && self.variant.model && self.variant.correction) {
             return None;
         }
         let pairs = self

@@ -113,7 +113,8 @@ pub struct ControllerParams {
     /// Calibrate the model per class before the objective ([`crate::calibration`]): each
     /// class's predicted ratio is multiplied by the median factor the model missed that class
     /// by over the admitted samples. On: a scalar residual cannot correct a model that errs
-    /// differently per class (measured in docs/controller.md).
+    /// differently per class (measured in docs/controller.md). Like the residual GP, it is part
+    /// of the correction: the no-correction variant (open-loop model) does not calibrate.
     pub model_calibration: bool,
     /// Prior standard deviation of the residual before any fit, in the residual's units
     /// (objective units, or log units with `residual = log`). 0.3: the order of a 30 % model

@@ -330,6 +330,16 @@ fn a_model_that_errs_per_class_is_calibrated_per_class() {
     )
     .expect("json");
     assert_eq!(off.propose(&model).expect("propose").model_scale, None);
+    // The open-loop ablation learns nothing from measurements, calibration included.
+    let mut open = Controller::from_scenario(&sc, small_params(), Variant::NO_CORRECTION).expect("controller");
+    let cfg = default_initial(&sc.classes);
+    open.observe(&Observation {
+        config: cfg.clone(),
+        slis: truth.slis(&cfg),
+        workload: None,
+    })
+    .expect("observe");
+    assert_eq!(open.propose(&model).expect("propose").model_scale, None);
 }
 
 #[test]
