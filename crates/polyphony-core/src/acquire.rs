@@ -24,7 +24,7 @@
 //! log residual, Y is ln J ~ N(ln f + μ_R, σ_R²), EI is the expected improvement of ln J over
 //! ln g_best censored at ln(ln(N)/c), and ĝ is reported back in objective units. A class the
 //! model's window has no SLI of takes its last measured ratio for every candidate
-//! ([`crate::Objective::value_with_stand_in`]), so a light interval does not stop the loop.
+//! ([`crate::Objective::model_value`]), so a light interval does not stop the loop.
 //! Candidates whose EI saturated at the bound are ordered by their uncensored mean (a 1e-9
 //! tie-break), so the search is never left on a flat plateau.
 //!

@@ -218,7 +218,7 @@ struct State {
     #[serde(default)]
     warmup_centre: Option<Vec<f64>>,
     /// The last measured ratios, in objective order: the acquisition's stand-in for a class
-    /// the model's window has no SLI of ([`Objective::value_with_stand_in`]).
+    /// the model's window has no SLI of ([`Objective::model_value`]).
     #[serde(default)]
     last_ratios: Option<Vec<f64>>,
 }

@@ -207,16 +207,6 @@ impl Objective {
         }
         Ok((self.of_ratios(&out), absent))
     }
-
-    /// J of a model's prediction in which a class may be absent, without calibration:
-    /// [`Objective::model_ratios`] then [`Objective::model_value`].
-    pub fn value_with_stand_in(
-        &self,
-        slis: &SliVector,
-        stand_in: Option<&[f64]>,
-    ) -> Result<(f64, Vec<String>), CoreError> {
-        self.model_value(&self.model_ratios(slis)?, None, stand_in)
-    }
 }
 
 /// `(1/c)·ln Σ exp(c·r_i)`, computed stably.
@@ -296,27 +286,33 @@ mod tests {
             classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, 13.0)],
         };
         // Without a stand-in the missing class is the usual error.
-        let e = o.value_with_stand_in(&model, None).unwrap_err().to_string();
+        let e = o
+            .model_ratios(&model)
+            .and_then(|r| o.model_value(&r, None, None))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("AF31") && e.contains("missing"), "{e}");
         // With one, J is that of the measured ratio in AF31's place.
-        let (j, absent) = o.value_with_stand_in(&model, Some(&[9.0, 9.0, 1.5])).unwrap();
+        let (j, absent) = o
+            .model_ratios(&model)
+            .and_then(|r| o.model_value(&r, None, Some(&[9.0, 9.0, 1.5])))
+            .unwrap();
         assert_eq!(absent, vec!["AF31".to_string()]);
         assert!((j - o.of_ratios(&[0.5, 1.0, 1.5])).abs() < 1e-12, "{j}");
         // A class that is present but broken is still an error, stand-in or not.
         let broken = SliVector {
             classes: vec![sli(Dscp::AF11, f64::NAN), sli(Dscp::AF21, 13.0)],
         };
-        let e = o
-            .value_with_stand_in(&broken, Some(&[1.0, 1.0, 1.0]))
-            .unwrap_err()
-            .to_string();
+        let e = o.model_ratios(&broken).unwrap_err().to_string();
         assert!(e.starts_with("SLI of class AF11"), "{e}");
         // Everything present: the plain value.
         let all = SliVector {
             classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, 13.0), sli(Dscp::AF31, 34.0)],
         };
         assert_eq!(
-            o.value_with_stand_in(&all, Some(&[9.0; 3])).unwrap(),
+            o.model_ratios(&all)
+                .and_then(|r| o.model_value(&r, None, Some(&[9.0; 3])))
+                .unwrap(),
             (o.value(&all).unwrap(), vec![])
         );
     }
