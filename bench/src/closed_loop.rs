@@ -5,7 +5,7 @@
 //! ground's.
 
 use crate::ground::{Ground, Interval};
-use crate::tuners::make_tuner;
+use crate::tuners::{holds_its_configuration, initial_config, make_study_tuner};
 use crate::EvalError;
 use polyphony::model_adapter::WindowModel;
 use polyphony::network::ModelContext;
@@ -24,13 +24,16 @@ pub struct LoopSetup {
     pub knobs: KnobSpace,
     /// The configuration every tuner starts from (and the fixed baseline keeps).
     pub start: NetworkConfig,
+    /// The study's reference configuration, if it measured one (the scale study's near-optimal
+    /// baseline): what the `near-optimal` tuner holds.
+    pub reference: Option<NetworkConfig>,
     /// Controller hyperparameters; the seed is replaced by each run's seed.
     pub params: ControllerParams,
     /// Measured control intervals per run.
     pub iterations: usize,
     /// Warm-up windows before the control loop (paper §8.5: the first 500 ms gather initial
     /// datapoints): window w measures design point w of [`polyphony_core::warmup::design`]
-    /// around the start (the fixed tuner keeps its configuration), the tuner gets it through
+    /// around the start (`fixed` and `near-optimal` keep their configuration), the tuner gets it through
     /// [`Tuner::warm_up`], and after the last one it proposes the configuration of control
     /// iteration 0. Not counted in any metric.
     pub warmup: usize,
@@ -125,11 +128,18 @@ fn measure(
     Ok((m, rec))
 }
 
+/// The configuration `tuner` starts from in this setup (`near-optimal`: the reference; an
+/// error when the study has none).
+pub fn tuner_start(tuner: &str, setup: &LoopSetup) -> Result<NetworkConfig, EvalError> {
+    initial_config(tuner, &setup.scenario.name, &setup.start, setup.reference.as_ref())
+}
+
 /// The warm-up configurations of a run: design points around the start (see
-/// [`polyphony_core::warmup`]), or the start itself `setup.warmup` times for the fixed tuner.
+/// [`polyphony_core::warmup`]), or, for a tuner that holds one configuration (`fixed`,
+/// `near-optimal`), that configuration `setup.warmup` times.
 pub fn warmup_configs(tuner: &str, seed: u64, setup: &LoopSetup) -> Result<Vec<NetworkConfig>, EvalError> {
-    if tuner == "fixed" {
-        return Ok(vec![setup.start.clone(); setup.warmup]);
+    if holds_its_configuration(tuner) {
+        return Ok(vec![tuner_start(tuner, setup)?; setup.warmup]);
     }
     let usage = |e: polyphony_core::CoreError| EvalError::Usage(e.to_string());
     let space = Space::new(&setup.knobs, setup.params.aitchison_alpha).map_err(usage)?;
@@ -161,8 +171,15 @@ pub fn run_tuner(
         message,
     };
     let classes = &setup.scenario.classes;
-    let mut t = make_tuner(tuner, classes, &setup.knobs, setup.start.clone(), &params)
-        .map_err(|e| EvalError::Usage(e.to_string()))?;
+    let mut t = make_study_tuner(
+        tuner,
+        &setup.scenario.name,
+        classes,
+        &setup.knobs,
+        &setup.start,
+        setup.reference.as_ref(),
+        &params,
+    )?;
     let objective = Objective::new(classes, params.lse_sharpness, params.fairness_weight)
         .map_err(|e| EvalError::Usage(e.to_string()))?;
     let model_of = |m: &Interval| {
@@ -173,7 +190,7 @@ pub fn run_tuner(
             pool.clone(),
         )
     };
-    let mut config = setup.start.clone();
+    let mut config = tuner_start(tuner, setup)?;
     let mut warmup = Vec::with_capacity(setup.warmup);
     let mut last: Option<Interval> = None;
     for (w, cfg) in warmup_configs(tuner, seed, setup)?.into_iter().enumerate() {

@@ -59,13 +59,13 @@ impl EvalOptions {
         if self.tuners.is_empty() {
             return Err(EvalError::Usage(format!(
                 "no tuners; known: {}",
-                tuners::ALL.join(", ")
+                tuners::KNOWN.join(", ")
             )));
         }
-        if let Some(t) = self.tuners.iter().find(|t| !tuners::ALL.contains(&t.as_str())) {
+        if let Some(t) = self.tuners.iter().find(|t| !tuners::KNOWN.contains(&t.as_str())) {
             return Err(EvalError::Usage(format!(
                 "--tuners: unknown tuner {t:?}; known: {}",
-                tuners::ALL.join(", ")
+                tuners::KNOWN.join(", ")
             )));
         }
         if self.ground == GroundKind::Testbed && self.study == Study::Scale {
@@ -88,6 +88,7 @@ fn setup(p: &Planned, o: &EvalOptions) -> Result<(LoopSetup, ScenarioTraffic), E
         scenario: p.scenario.clone(),
         knobs: p.knobs.clone(),
         start: p.start.clone(),
+        reference: p.reference.clone(),
         params: o.params.clone(),
         iterations: o.iterations,
         warmup: o.warmup,
@@ -104,6 +105,13 @@ pub fn run_study(
     tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<ScenarioResult>, EvalError> {
     o.validate()?;
+    // Every tuner must have its configuration on every scenario before any run starts
+    // (`near-optimal` needs the study's reference).
+    for p in planned {
+        for t in &o.tuners {
+            tuners::initial_config(t, &p.label, &p.start, p.reference.as_ref())?;
+        }
+    }
     let mut results = Vec::new();
     for p in planned {
         let (setup, traffic) = setup(p, o)?;
@@ -221,7 +229,7 @@ Fairness = min r / max r and final J of the last measured interval.\n\n",
         o.iterations,
         if o.warmup > 0 {
             format!(
-                ", after {} warm-up window(s) that only gather datapoints (design points around the start; fixed keeps its configuration) and count in no metric; `iterations.csv` lists them with negative iterations",
+                ", after {} warm-up window(s) that only gather datapoints (design points around the start; fixed and near-optimal keep their configuration) and count in no metric; `iterations.csv` lists them with negative iterations",
                 o.warmup
             )
         } else {

@@ -7,7 +7,9 @@
 //! configurations and the default by the geometric mean over classes of their median p99 over
 //! the windows (drawn until every class had flows in `baseline_windows` of them); pktsim measures the best `finalists` and the default on the
 //! same windows; the lowest geometric mean of per-class medians wins, and its per-class
-//! medians are the baseline. Pure computation (pktsim, flowsim); no I/O.
+//! medians are the baseline. That configuration is kept as each scenario's reference
+//! ([`Planned::reference`]), which the `near-optimal` tuner holds: the ceiling of what any
+//! tuner can reach under these SLOs. Pure computation (pktsim, flowsim); no I/O.
 
 use crate::ground::{mix, PktsimGround, ScenarioTraffic};
 use crate::studies::Planned;
@@ -142,7 +144,7 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
             phases: vec![],
             initial: None,
         };
-        let base = baseline(&sc, TrafficMatrix::Fixed(cell.matrix), opts, seed)?;
+        let (base, reference) = baseline(&sc, TrafficMatrix::Fixed(cell.matrix), opts, seed)?;
         for (tight, factor) in [("high", 1.25), ("low", 1.5)] {
             let mut s = sc.clone();
             s.name = format!("{name}-{tight}");
@@ -153,7 +155,9 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
             for (c, b) in s.classes.iter_mut().zip(&base) {
                 c.slo.max_slowdown = (factor * b).max(1.0);
             }
-            out.push(Planned::new(&s.name.clone(), s, TrafficMatrix::Fixed(cell.matrix)));
+            let mut p = Planned::new(&s.name.clone(), s, TrafficMatrix::Fixed(cell.matrix));
+            p.reference = Some(reference.clone());
+            out.push(p);
         }
     }
     Ok(out)
@@ -188,9 +192,14 @@ fn geo_mean(m: &[Option<f64>]) -> f64 {
     (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp()
 }
 
-/// Per-class p99 of the near-optimal configuration: the median over interval-long baseline
-/// windows (their own seeds, none of the runs' intervals).
-fn baseline(sc: &Scenario, matrix: TrafficMatrix, opts: &ScaleOptions, seed: u64) -> Result<Vec<f64>, EvalError> {
+/// The near-optimal configuration and its per-class p99: the median over interval-long
+/// baseline windows (their own seeds, none of the runs' intervals).
+fn baseline(
+    sc: &Scenario,
+    matrix: TrafficMatrix,
+    opts: &ScaleOptions,
+    seed: u64,
+) -> Result<(Vec<f64>, NetworkConfig), EvalError> {
     let planned = Planned::new(&sc.name, sc.clone(), matrix);
     let traffic = ScenarioTraffic::new(sc.clone(), matrix)?;
     // Windows until every class had flows in `baseline_windows` of them (bursty classes leave
@@ -238,7 +247,7 @@ fn baseline(sc: &Scenario, matrix: TrafficMatrix, opts: &ScaleOptions, seed: u64
         finalists.push(0);
     }
     let ground = PktsimGround::new(traffic, seed);
-    let mut best: Option<(f64, Vec<Option<f64>>)> = None;
+    let mut best: Option<(f64, Vec<Option<f64>>, usize)> = None;
     for i in finalists {
         let measured: Vec<SliVector> = windows
             .iter()
@@ -247,10 +256,10 @@ fn baseline(sc: &Scenario, matrix: TrafficMatrix, opts: &ScaleOptions, seed: u64
         let m = medians(&measured, sc);
         let g = geo_mean(&m);
         if best.as_ref().is_none_or(|b| g < b.0) {
-            best = Some((g, m));
+            best = Some((g, m, i));
         }
     }
-    let (_, m) = best.ok_or_else(|| EvalError::Ground("no baseline configuration could be measured".into()))?;
+    let (_, m, chosen) = best.ok_or_else(|| EvalError::Ground("no baseline configuration could be measured".into()))?;
     sc.classes
         .iter()
         .zip(m)
@@ -262,5 +271,6 @@ fn baseline(sc: &Scenario, matrix: TrafficMatrix, opts: &ScaleOptions, seed: u64
                 ))
             })
         })
-        .collect()
+        .collect::<Result<Vec<f64>, EvalError>>()
+        .map(|b| (b, configs[chosen].clone()))
 }

@@ -150,6 +150,10 @@ pub struct Planned {
     pub start: NetworkConfig,
     /// The knob space.
     pub knobs: KnobSpace,
+    /// The near-optimal configuration the scenario's SLOs were measured from, set by
+    /// [`crate::scale::plan`]; what the `near-optimal` tuner holds. `None` for the dumbbell
+    /// studies, whose SLOs come from the paper.
+    pub reference: Option<NetworkConfig>,
 }
 
 impl Planned {
@@ -164,6 +168,7 @@ impl Planned {
             matrix,
             start,
             knobs,
+            reference: None,
         }
     }
 }

@@ -1,14 +1,19 @@
 //! Every tuner the harness compares, built by name from classes, knob space and starting
 //! configuration: Polyphony and its ablations (`Controller` variants), model-free whole-space
-//! BO, Bluefin (SelfTune) and the fixed default. Pure construction; no I/O.
+//! BO, Bluefin (SelfTune) and the fixed default — and, for studies that measured one (the scale
+//! study), `near-optimal`: a fixed tuner holding the reference configuration the SLOs were
+//! measured from, the ceiling of what a tuner can reach under those SLOs. Pure construction;
+//! no I/O.
 
+use crate::EvalError;
 use polyphony_core::{
     Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, Space, Tuner, Variant,
 };
 use polyphony_spec::{KnobSpace, NetworkConfig, TrafficClass};
 use rand::Rng;
 
-/// Every tuner the harness knows, in table order.
+/// Every tuner that needs nothing but a start, in table order: the default set of the dumbbell
+/// studies and of the synthetic benchmark.
 pub const ALL: [&str; 8] = [
     "polyphony",
     "no-trust-region",
@@ -18,6 +23,23 @@ pub const ALL: [&str; 8] = [
     "whole-space-bo",
     "bluefin",
     "fixed",
+];
+
+/// The tuner that holds the study's reference (near-optimal) configuration.
+pub const NEAR_OPTIMAL: &str = "near-optimal";
+
+/// Every tuner a study may name: [`ALL`] and [`NEAR_OPTIMAL`] (which needs a study with a
+/// reference configuration).
+pub const KNOWN: [&str; 9] = [
+    "polyphony",
+    "no-trust-region",
+    "no-correction",
+    "no-model",
+    "no-denoiser",
+    "whole-space-bo",
+    "bluefin",
+    "fixed",
+    NEAR_OPTIMAL,
 ];
 
 /// The ablation set of §8.4: the full controller and one variant per removed component.
@@ -34,7 +56,54 @@ pub fn uses_model(name: &str) -> bool {
     matches!(name, "polyphony" | "no-trust-region" | "no-correction" | "no-denoiser")
 }
 
-/// Builds tuner `name` starting at `init`; an unknown name is an error that lists the known ones.
+/// Whether tuner `name` keeps one configuration throughout (its warm-up windows measure that
+/// configuration, not design points).
+pub fn holds_its_configuration(name: &str) -> bool {
+    matches!(name, "fixed" | NEAR_OPTIMAL)
+}
+
+/// The configuration tuner `name` starts from (and, if it holds one, keeps): the study's
+/// `reference` for [`NEAR_OPTIMAL`], `start` for every other tuner. Asking for
+/// `near-optimal` where the study measured no reference is a usage error that says so.
+pub fn initial_config(
+    name: &str,
+    scenario: &str,
+    start: &NetworkConfig,
+    reference: Option<&NetworkConfig>,
+) -> Result<NetworkConfig, EvalError> {
+    if name != NEAR_OPTIMAL {
+        return Ok(start.clone());
+    }
+    reference.cloned().ok_or_else(|| {
+        EvalError::Usage(format!(
+            "--tuners {NEAR_OPTIMAL}: scenario {scenario:?} has no reference configuration to hold (only the scale study measures one, the near-optimal configuration its SLOs come from); drop {NEAR_OPTIMAL} from --tuners or run the scale study"
+        ))
+    })
+}
+
+/// Builds tuner `name` of a study scenario: [`NEAR_OPTIMAL`] holds `reference` (an error when
+/// there is none, see [`initial_config`]), every other tuner starts at `start`
+/// ([`make_tuner`]).
+pub fn make_study_tuner(
+    name: &str,
+    scenario: &str,
+    classes: &[TrafficClass],
+    knobs: &KnobSpace,
+    start: &NetworkConfig,
+    reference: Option<&NetworkConfig>,
+    params: &ControllerParams,
+) -> Result<Box<dyn Tuner + Send>, EvalError> {
+    let init = initial_config(name, scenario, start, reference)?;
+    let usage = |e: CoreError| EvalError::Usage(e.to_string());
+    if name == NEAR_OPTIMAL {
+        return Ok(Box::new(
+            FixedConfig::new(classes, init, params.lse_sharpness, params.fairness_weight).map_err(usage)?,
+        ));
+    }
+    make_tuner(name, classes, knobs, init, params).map_err(usage)
+}
+
+/// Builds tuner `name` (one of [`ALL`]) starting at `init`; an unknown name is an error that lists the known ones.
 pub fn make_tuner(
     name: &str,
     classes: &[TrafficClass],
