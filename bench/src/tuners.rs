@@ -169,3 +169,38 @@ pub fn random_z(space: &Space, rng: &mut impl Rng, logit_span: f64) -> Vec<f64> 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyphony_spec::{Bytes, Dscp, Packets};
+
+    #[test]
+    fn near_optimal_starts_at_the_reference_and_without_one_says_what_to_do() {
+        let start = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21], Bytes(300_000), Packets(2));
+        let reference = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21], Bytes(30_000), Packets(10));
+        assert_eq!(
+            initial_config(NEAR_OPTIMAL, "s", &start, Some(&reference)).expect("has one"),
+            reference
+        );
+        assert_eq!(
+            initial_config("fixed", "s", &start, Some(&reference)).expect("fixed"),
+            start
+        );
+        assert_eq!(
+            initial_config("polyphony", "s", &start, None).expect("polyphony"),
+            start
+        );
+        let e = initial_config(NEAR_OPTIMAL, "high", &start, None)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("near-optimal") && e.contains("\"high\"") && e.contains("scale study"),
+            "{e}"
+        );
+        assert!(KNOWN.contains(&NEAR_OPTIMAL) && !ALL.contains(&NEAR_OPTIMAL));
+        assert!(holds_its_configuration(NEAR_OPTIMAL) && holds_its_configuration("fixed"));
+        assert!(!holds_its_configuration("polyphony"));
+    }
+}

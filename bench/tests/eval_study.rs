@@ -4,6 +4,7 @@
 
 use polyphony_bench::eval::{run_study, EvalOptions, GroundKind};
 use polyphony_bench::report::{iterations_csv, slos_met};
+use polyphony_bench::scale::{self, ScaleOptions, SloBasis};
 use polyphony_bench::studies::{plan, Start, Study, StudyOptions, Tightness};
 use polyphony_core::ControllerParams;
 use std::path::PathBuf;
@@ -225,4 +226,56 @@ fn warm_up_windows_precede_the_control_loop_and_shift_it_in_time() {
     let csv = iterations_csv(&warm[0]);
     assert!(csv.lines().any(|l| l.starts_with("high,polyphony,0,-2,")), "{csv}");
     assert!(csv.lines().any(|l| l.starts_with("high,polyphony,0,0,")), "{csv}");
+}
+
+#[test]
+fn near_optimal_holds_the_scale_reference_and_is_refused_where_there_is_none() {
+    let so = ScaleOptions {
+        racks: 4,
+        hosts_per_rack: 2,
+        candidates: 4,
+        baseline_windows: 3,
+        slo_basis: SloBasis::WindowMedian,
+        cells: 1,
+        ..ScaleOptions::default()
+    };
+    let mut planned = scale::plan(&so, 0, &|_| {}).expect("scale plan");
+    Start::Poor.apply(&mut planned);
+    let reference = planned[0]
+        .reference
+        .clone()
+        .expect("the scale plan keeps its reference");
+    assert_ne!(reference, planned[0].start);
+    let mut o = options(1);
+    o.study = Study::Scale;
+    o.tuners = vec!["near-optimal".into(), "fixed".into()];
+    o.warmup = 2;
+    o.iterations = 3;
+    let r = run_study(&planned[..1], &o, &|| {}).expect("run");
+    let get = |t: &str| r[0].traces.iter().find(|x| x.tuner == t).expect("ran");
+    // Warm-up and control windows alike measure the reference: no design points around the start.
+    let near = get("near-optimal");
+    assert_eq!((near.warmup.len(), near.records.len()), (2, 3));
+    assert!(near.warmup.iter().chain(&near.records).all(|x| x.config == reference));
+    let fixed = get("fixed");
+    assert!(fixed.records.iter().all(|x| x.config == planned[0].start));
+
+    // A dumbbell study measured no reference: refused before anything runs, saying what to do.
+    let mut o = options(1);
+    o.tuners = vec!["polyphony".into(), "near-optimal".into()];
+    let e = run_study(&slow_ablation(), &o, &|| {})
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("near-optimal") && e.contains("scale study"), "{e}");
+    let (code, err) = eval(&["convergence", "--tuners", "near-optimal", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no reference configuration") && err.contains("--tuners"),
+        "{err}"
+    );
+
+    let (code, err) = eval(&["scale", "--slo-basis", "p99", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("window-median") && err.contains("run-p99"), "{err}");
 }
