@@ -219,7 +219,7 @@ pub fn write_outputs(
         "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) × {} control interval(s) per run{}; tuners: {}. Cells: median over seeds (min–max). \
 Convergence iteration = first of {} consecutive intervals in which every measured SLO held (0-based); minutes = that iteration × the interval. \
 Regret = Σ_t (J_t − J_ref) over measured intervals, J_ref = the lowest J any tuner measured on that seed. \
-Fairness = min r / max r and final J of the last measured interval.\n\n",
+Fairness = min r / max r and final J of the last measured interval; fairness (mean r, last 10) = min / max over classes of each class's mean r over the last 10 intervals.\n\n",
         o.study.name(),
         match o.ground {
             GroundKind::Pktsim => "pktsim",

@@ -2,14 +2,16 @@
 //! [`harness`]), and the evaluation of the paper's §8 on a simulated or real network: the
 //! grounds a run is measured on ([`ground`]), the studies and their scenarios ([`studies`],
 //! [`scale`]), one closed loop per (tuner, seed) ([`closed_loop`]), the tables and CSV
-//! ([`report`]) and the plots ([`plots`]). Only [`report::write_all`] and [`plots`] write files,
-//! and only under the output directory they are given.
+//! ([`report`]), reading that CSV back ([`iterations`]) and the plots ([`plots`]). Only
+//! [`report::write_all`] and [`plots`] write files, and only under the output directory they
+//! are given.
 #![warn(missing_docs)]
 
 pub mod closed_loop;
 pub mod eval;
 pub mod ground;
 pub mod harness;
+pub mod iterations;
 pub mod plots;
 pub mod report;
 pub mod scale;
@@ -39,6 +41,14 @@ pub enum EvalError {
         /// Iteration at which it failed.
         iteration: usize,
         /// The core's message.
+        message: String,
+    },
+    /// Reading a results file failed or it is not what the harness writes.
+    #[error("reading {path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// What was wrong, with where.
         message: String,
     },
     /// Writing results failed.

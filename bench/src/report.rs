@@ -13,6 +13,9 @@ use std::path::Path;
 /// Consecutive compliant iterations that count as converged (paper §8.1).
 pub const CONVERGENCE_K: usize = 3;
 
+/// Intervals at the end of a run over which [`tail_fairness`] averages each class's ratio.
+pub const FAIRNESS_TAIL: usize = 10;
+
 /// All runs of one scenario.
 #[derive(Debug, Clone)]
 pub struct ScenarioResult {
@@ -99,6 +102,8 @@ pub struct Summary {
     pub regret: Spread,
     /// min r / max r of the last interval.
     pub fairness: Spread,
+    /// min / max over classes of each class's mean r over the last [`FAIRNESS_TAIL`] intervals.
+    pub tail_fairness: Spread,
     /// J of the last interval.
     pub final_objective: Spread,
     /// Intervals in which some SLO was missed.
@@ -111,6 +116,31 @@ pub struct Summary {
 /// SLO (`ratios` from [`RunTrace::judged_ratios`]).
 pub fn slos_met(ratios: &[f64]) -> bool {
     !ratios.is_empty() && ratios.iter().all(|v| *v <= 1.0)
+}
+
+/// Min-max fairness of the per-class mean ratio over the last `last` intervals (`ratios[t][c]`;
+/// NaN = class c finished no flow in interval t). One interval's per-class p99s are noisy
+/// independently of each other, so the min/max of a single interval mostly measures that noise;
+/// averaging each class first measures the split the configuration makes. NaN when no class was
+/// measured in those intervals.
+pub fn tail_fairness(ratios: &[Vec<f64>], last: usize) -> f64 {
+    let tail = &ratios[ratios.len().saturating_sub(last)..];
+    let classes = tail.iter().map(Vec::len).max().unwrap_or(0);
+    let means: Vec<f64> = (0..classes)
+        .filter_map(|c| {
+            let v: Vec<f64> = tail
+                .iter()
+                .filter_map(|r| r.get(c).copied())
+                .filter(|x| x.is_finite())
+                .collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        })
+        .collect();
+    if means.is_empty() {
+        f64::NAN
+    } else {
+        metrics::min_max_fairness(&means)
+    }
 }
 
 /// The regret reference of each seed: the lowest finite J any tuner measured on it.
@@ -165,6 +195,13 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
                 .iter()
                 .map(|t| last(t).map_or(f64::NAN, |r| metrics::min_max_fairness(&r.ratios)))
                 .collect();
+            let tail: Vec<f64> = runs
+                .iter()
+                .map(|t| {
+                    let ratios: Vec<Vec<f64>> = t.records.iter().map(|r| r.ratios.clone()).collect();
+                    tail_fairness(&ratios, FAIRNESS_TAIL)
+                })
+                .collect();
             let fin: Vec<f64> = runs.iter().map(|t| last(t).map_or(f64::NAN, |r| r.objective)).collect();
             let viol: Vec<f64> = runs
                 .iter()
@@ -183,6 +220,7 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
                 minutes: Spread::of(&minutes),
                 regret: Spread::of(&regret),
                 fairness: Spread::of(&fairness),
+                tail_fairness: Spread::of(&tail),
                 final_objective: Spread::of(&fin),
                 violations: Spread::of(&viol),
                 decide_s: Spread::of(&decide),
@@ -193,13 +231,13 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
 
 /// The Markdown table of `summaries` (median over seeds, min–max in parentheses).
 pub fn markdown(summaries: &[Summary]) -> String {
-    let mut s = String::from(
-        "| tuner | converged runs | convergence iteration | convergence (min of control time) | regret | fairness | final J | violating intervals | decide s / iteration |\n|---|---|---|---|---|---|---|---|---|\n",
+    let mut s = format!(
+        "| tuner | converged runs | convergence iteration | convergence (min of control time) | regret | fairness | fairness (mean r, last {FAIRNESS_TAIL}) | final J | violating intervals | decide s / iteration |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for m in summaries {
         let _ = writeln!(
             s,
-            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |",
             m.tuner,
             m.converged,
             m.runs,
@@ -207,6 +245,7 @@ pub fn markdown(summaries: &[Summary]) -> String {
             m.minutes.cell(1),
             m.regret.cell(1),
             m.fairness.cell(2),
+            m.tail_fairness.cell(2),
             m.final_objective.cell(2),
             m.violations.cell(0),
             m.decide_s.cell(2),
@@ -278,12 +317,12 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
 /// CSV of the summaries.
 pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
     let mut s = String::from(
-        "scenario,tuner,runs,converged,convergence_median,convergence_min,convergence_max,minutes_median,regret_median,regret_min,regret_max,fairness_median,final_objective_median,violations_median,decide_s_median\n",
+        "scenario,tuner,runs,converged,convergence_median,convergence_min,convergence_max,minutes_median,regret_median,regret_min,regret_max,fairness_median,final_objective_median,violations_median,decide_s_median,tail_fairness_median\n",
     );
     for m in summaries {
         let _ = writeln!(
             s,
-            "{label},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
+            "{label},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3},{:.3}",
             m.tuner,
             m.runs,
             m.converged,
@@ -297,7 +336,8 @@ pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
             m.fairness.median,
             m.final_objective.median,
             m.violations.median,
-            m.decide_s.median
+            m.decide_s.median,
+            m.tail_fairness.median
         );
     }
     s
@@ -385,12 +425,37 @@ mod tests {
         assert_eq!((b.converged, b.convergence.median), (0, f64::INFINITY));
         // Fairness of the last interval: a → 0.9/0.9 = 1 and 0.25/0.5 = 0.5.
         assert_eq!((a.fairness.min, a.fairness.max), (0.5, 1.0));
+        // Fairness of the per-class means over the (whole, 4-interval) tail: seed 0 → class means
+        // 1.15 and 0.575 → 0.5; seed 1 → 0.675 and 0.4125 → 0.611.
+        assert!((a.tail_fairness.min - 0.5).abs() < 1e-9, "{:?}", a.tail_fairness);
+        assert!(
+            (a.tail_fairness.max - 0.4125 / 0.675).abs() < 1e-9,
+            "{:?}",
+            a.tail_fairness
+        );
         assert_eq!(a.final_objective.median, 0.5 * (0.95 + 0.55));
         // b misses an SLO in 3 (seed 0) and 4 (seed 1) intervals.
         assert_eq!((b.violations.min, b.violations.max), (3.0, 4.0));
         let md = markdown(&s);
         assert!(md.contains("| a | 2/2 | 0 (0–1) | 0.2 (0.0–0.5) |"), "{md}");
         assert!(md.contains("| b | 0/2 | never | never |"), "{md}");
+    }
+
+    #[test]
+    fn tail_fairness_averages_each_class_over_the_last_intervals_and_skips_unmeasured_ones() {
+        // Per interval the classes swap places (fairness 0.5 each time), but on average they
+        // are even: the tail fairness is 1.
+        let swap = vec![vec![0.4, 0.8], vec![0.8, 0.4], vec![0.4, 0.8], vec![0.8, 0.4]];
+        assert!((tail_fairness(&swap, 4) - 1.0).abs() < 1e-12);
+        // Only the last `last` intervals count: the early 5.0 is outside the tail.
+        let late = vec![vec![5.0, 0.5], vec![0.5, 0.25], vec![0.5, 0.25]];
+        assert!((tail_fairness(&late, 2) - 0.5).abs() < 1e-12);
+        // A class unmeasured in an interval (NaN) is averaged over the intervals it was measured.
+        let gap = vec![vec![f64::NAN, 0.5], vec![0.25, 0.5]];
+        assert!((tail_fairness(&gap, 10) - 0.5).abs() < 1e-12);
+        // Nothing measured: NaN ("–" in the table), not a number that looks like a result.
+        assert!(tail_fairness(&[vec![f64::NAN, f64::NAN]], 10).is_nan());
+        assert!(tail_fairness(&[], 10).is_nan());
     }
 
     #[test]

@@ -1,0 +1,162 @@
+//! Reads back the `iterations.csv` a study wrote ([`crate::report::iterations_csv`]): per
+//! (scenario, tuner, seed) run, each control interval's per-class ratio p99 / SLO, so metrics
+//! defined after a run (such as [`crate::report::tail_fairness`]) can be computed on committed
+//! results without rerunning them. Reads only the file it is given.
+
+use crate::EvalError;
+use std::path::Path;
+
+/// One run's control intervals, as read from an `iterations.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsvRun {
+    /// Scenario label (the file's `scenario` column).
+    pub scenario: String,
+    /// Tuner name.
+    pub tuner: String,
+    /// Seed.
+    pub seed: u64,
+    /// Per control interval (warm-up windows, with negative iterations, left out), in
+    /// iteration order: the ratio of every class in the file's column order (NaN = no flow).
+    pub ratios: Vec<Vec<f64>>,
+}
+
+/// The runs of `path` in the order they first appear.
+pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
+    let err = |message: String| EvalError::Read {
+        path: path.display().to_string(),
+        message,
+    };
+    let mut rdr = csv::Reader::from_path(path).map_err(|e| err(e.to_string()))?;
+    let header = rdr.headers().map_err(|e| err(e.to_string()))?.clone();
+    let col = |name: &str| {
+        header.iter().position(|h| h == name).ok_or_else(|| {
+            err(format!(
+                "no column {name:?}: is this an iterations.csv written by `eval`?"
+            ))
+        })
+    };
+    let (scenario, tuner, seed, iteration) = (col("scenario")?, col("tuner")?, col("seed")?, col("iteration")?);
+    let ratio_cols: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.starts_with("ratio_"))
+        .map(|(i, _)| i)
+        .collect();
+    if ratio_cols.is_empty() {
+        return Err(err(
+            "no ratio_<class> column: is this an iterations.csv written by `eval`?".into(),
+        ));
+    }
+    let mut runs: Vec<CsvRun> = Vec::new();
+    let mut order: Vec<Vec<i64>> = Vec::new();
+    for (n, rec) in rdr.records().enumerate() {
+        // Line n + 2: one header line, lines counted from 1.
+        let line = n + 2;
+        let rec = rec.map_err(|e| err(format!("line {line}: {e}")))?;
+        let field = |i: usize| rec.get(i).unwrap_or("");
+        let num = |i: usize, what: &str| -> Result<f64, EvalError> {
+            field(i)
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| err(format!("line {line}: {what} {:?} is not a number", field(i))))
+        };
+        let it = field(iteration).trim().parse::<i64>().map_err(|_| {
+            err(format!(
+                "line {line}: iteration {:?} is not an integer",
+                field(iteration)
+            ))
+        })?;
+        if it < 0 {
+            continue;
+        }
+        let sd = field(seed)
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| err(format!("line {line}: seed {:?} is not a whole number", field(seed))))?;
+        let ratios = ratio_cols
+            .iter()
+            .map(|&i| num(i, header.get(i).unwrap_or("ratio")))
+            .collect::<Result<Vec<f64>, _>>()?;
+        let (sc, tu) = (field(scenario), field(tuner));
+        let k = match runs
+            .iter()
+            .position(|r| r.scenario == sc && r.tuner == tu && r.seed == sd)
+        {
+            Some(k) => k,
+            None => {
+                runs.push(CsvRun {
+                    scenario: sc.to_string(),
+                    tuner: tu.to_string(),
+                    seed: sd,
+                    ratios: Vec::new(),
+                });
+                order.push(Vec::new());
+                runs.len() - 1
+            }
+        };
+        if order[k].contains(&it) {
+            return Err(err(format!(
+                "line {line}: iteration {it} of {sc}/{tu}/seed {sd} appears twice: were two files concatenated?"
+            )));
+        }
+        runs[k].ratios.push(ratios);
+        order[k].push(it);
+    }
+    // Rows are written in iteration order; sort anyway, so a reordered file reads the same.
+    for (run, its) in runs.iter_mut().zip(order) {
+        let mut rows: Vec<(i64, Vec<f64>)> = its.into_iter().zip(std::mem::take(&mut run.ratios)).collect();
+        rows.sort_by_key(|r| r.0);
+        run.ratios = rows.into_iter().map(|r| r.1).collect();
+    }
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        std::fs::write(f.path(), text).expect("write temp file");
+        f
+    }
+
+    const HEADER: &str =
+        "scenario,tuner,seed,iteration,minutes,p99_AF11,p99_AF21,ratio_AF11,ratio_AF21,objective,reason\n";
+
+    #[test]
+    fn reads_runs_in_iteration_order_without_the_warm_up() {
+        let f = file(&format!(
+            "{HEADER}high,polyphony,0,-1,-0.2,1,1,9.0,9.0,5,\"warm, up\"\n\
+             high,polyphony,0,1,0.2,1,1,0.5,NaN,1,\"b\"\n\
+             high,polyphony,0,0,0.0,1,1,2.0,0.25,2,\"a, with a comma\"\n\
+             high,fixed,0,0,0.0,1,1,3.0,3.0,4,\"\"\n"
+        ));
+        let runs = read(f.path()).expect("a valid file");
+        assert_eq!(runs.len(), 2);
+        assert_eq!((runs[0].tuner.as_str(), runs[0].seed), ("polyphony", 0));
+        assert_eq!(runs[0].ratios.len(), 2);
+        assert_eq!(runs[0].ratios[0], vec![2.0, 0.25]);
+        assert!(runs[0].ratios[1][1].is_nan());
+        assert_eq!(runs[1].ratios, vec![vec![3.0, 3.0]]);
+    }
+
+    #[test]
+    fn a_file_that_is_not_an_iterations_csv_is_a_clear_error() {
+        let f = file("a,b\n1,2\n");
+        let e = read(f.path()).expect_err("not an iterations.csv").to_string();
+        assert!(e.contains("no column \"scenario\""), "{e}");
+        let f = file(&format!("{HEADER}high,polyphony,0,0,0.0,1,1,two,0.5,1,\"\"\n"));
+        let e = read(f.path()).expect_err("bad number").to_string();
+        assert!(e.contains("line 2") && e.contains("\"two\""), "{e}");
+        let f = file(&format!(
+            "{HEADER}high,polyphony,0,0,0.0,1,1,1,1,1,\"\"\nhigh,polyphony,0,0,0.0,1,1,1,1,1,\"\"\n"
+        ));
+        let e = read(f.path()).expect_err("duplicate").to_string();
+        assert!(e.contains("appears twice"), "{e}");
+        let e = read(Path::new("/nonexistent/iterations.csv"))
+            .expect_err("missing")
+            .to_string();
+        assert!(e.contains("/nonexistent/iterations.csv"), "{e}");
+    }
+}
