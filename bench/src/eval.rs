@@ -57,15 +57,12 @@ impl EvalOptions {
             return Err(EvalError::Usage("--iterations 0: give at least 1".into()));
         }
         if self.tuners.is_empty() {
-            return Err(EvalError::Usage(format!(
-                "no tuners; known: {}",
-                tuners::KNOWN.join(", ")
-            )));
+            return Err(EvalError::Usage(format!("no tuners; known: {}", tuners::known_names())));
         }
-        if let Some(t) = self.tuners.iter().find(|t| !tuners::KNOWN.contains(&t.as_str())) {
+        if let Some(t) = self.tuners.iter().find(|t| !tuners::is_known(t)) {
             return Err(EvalError::Usage(format!(
                 "--tuners: unknown tuner {t:?}; known: {}",
-                tuners::KNOWN.join(", ")
+                tuners::known_names()
             )));
         }
         if self.ground == GroundKind::Testbed && self.study == Study::Scale {

@@ -6,8 +6,8 @@
 //! default by the geometric mean over classes of their baseline p99s, pktsim measures the best
 //! `finalists` and the default, the lowest geometric mean of its per-class baseline p99s wins,
 //! and those are the baseline. That configuration is kept as each scenario's reference
-//! ([`Planned::reference`]), which the `near-optimal` tuner holds: the ceiling of what any
-//! tuner can reach under these SLOs.
+//! ([`Planned::reference`]), which the `near-optimal` tuner holds: a reference ceiling (what
+//! the configuration the SLOs came from reaches under them; not a proven optimum).
 //!
 //! Two bases for "the baseline p99" ([`SloBasis`]); ranking and choice are the same for both:
 //!

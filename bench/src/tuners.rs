@@ -2,8 +2,8 @@
 //! configuration: Polyphony and its ablations (`Controller` variants), model-free whole-space
 //! BO, Bluefin (SelfTune) and the fixed default — and, for studies that measured one (the scale
 //! study), `near-optimal`: a fixed tuner holding the reference configuration the SLOs were
-//! measured from, the ceiling of what a tuner can reach under those SLOs. Pure construction;
-//! no I/O.
+//! measured from, a reference ceiling (not a proven optimum) for the tuners judged by those
+//! SLOs. Pure construction; no I/O.
 
 use crate::EvalError;
 use polyphony_core::{
@@ -28,19 +28,16 @@ pub const ALL: [&str; 8] = [
 /// The tuner that holds the study's reference (near-optimal) configuration.
 pub const NEAR_OPTIMAL: &str = "near-optimal";
 
-/// Every tuner a study may name: [`ALL`] and [`NEAR_OPTIMAL`] (which needs a study with a
-/// reference configuration).
-pub const KNOWN: [&str; 9] = [
-    "polyphony",
-    "no-trust-region",
-    "no-correction",
-    "no-model",
-    "no-denoiser",
-    "whole-space-bo",
-    "bluefin",
-    "fixed",
-    NEAR_OPTIMAL,
-];
+/// Whether `name` is a tuner a study may name: one of [`ALL`], or [`NEAR_OPTIMAL`] (which
+/// needs a study with a reference configuration).
+pub fn is_known(name: &str) -> bool {
+    ALL.contains(&name) || name == NEAR_OPTIMAL
+}
+
+/// Every tuner a study may name, comma-separated (for messages).
+pub fn known_names() -> String {
+    format!("{}, {NEAR_OPTIMAL}", ALL.join(", "))
+}
 
 /// The ablation set of §8.4: the full controller and one variant per removed component.
 pub const ABLATION: [&str; 5] = [
@@ -199,7 +196,8 @@ mod tests {
             e.contains("near-optimal") && e.contains("\"high\"") && e.contains("scale study"),
             "{e}"
         );
-        assert!(KNOWN.contains(&NEAR_OPTIMAL) && !ALL.contains(&NEAR_OPTIMAL));
+        assert!(is_known(NEAR_OPTIMAL) && !ALL.contains(&NEAR_OPTIMAL) && !is_known("magic"));
+        assert!(known_names().ends_with("fixed, near-optimal"));
         assert!(holds_its_configuration(NEAR_OPTIMAL) && holds_its_configuration("fixed"));
         assert!(!holds_its_configuration("polyphony"));
     }
