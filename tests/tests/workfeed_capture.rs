@@ -13,7 +13,9 @@
 //!   no flow Workfeed saw that emu did not send), with the exact payload size and the class's DSCP;
 //! - hosts map to the model's ids (senders 0..2, receiver 3);
 //! - duration: Workfeed's SYN→first close vs emu's connect→application ack: per flow at most
-//!   1 ms longer, without exception (a longer one means a capture or timestamp bug), and at most
+//!   1 ms longer save at most 3 flows by at most 10 ms (emu's client descheduled between its end
+//!   stamp and its `close()`; see the constants — more, or longer, means a capture or timestamp
+//!   bug), and at most
 //!   20 ms + 10 % shorter (emu stamps the end when its task wakes, late by up to 8 ms on this
 //!   loaded 2-core VM; see the constants) save at most 3 flows whose emu task was descheduled;
 //!   and shorter by under 1 ms at the median;
@@ -43,8 +45,17 @@ const FLOWS: u64 = 600;
 const EARLY_NS: f64 = 20e6;
 const EARLY_FRACTION: f64 = 0.1;
 /// … and longer by at most this much (Workfeed opens at SYN_SENT, right after emu's
-/// `connect()` stamp; measured 20–35 µs later).
+/// `connect()` stamp; measured 20–35 µs later) …
 const LATE_NS: f64 = 1e6;
+/// … save at most [`MAX_LATE_OUTLIERS`] flows, which may be longer by up to this much: Workfeed
+/// ends a flow at the first close of either socket, and emu's client calls `close()` after it
+/// stamps the end, so a client task descheduled between the two (with the server's close also
+/// pending) makes Workfeed's duration longer. CI at `0c8ae8c`, with nothing but CI on the
+/// machine: one flow of 600, 2.85 ms longer. A capture bug (a wrong socket paired, a stale
+/// timestamp) would show as many flows or as tens of ms; both still fail.
+const LATE_OUTLIER_NS: f64 = 10e6;
+/// Flows allowed between [`LATE_NS`] and [`LATE_OUTLIER_NS`] longer than emu's FCT.
+const MAX_LATE_OUTLIERS: usize = 3;
 /// The median of (emu FCT − Workfeed duration) over all flows stays below this.
 const MEDIAN_NS: f64 = 1e6;
 /// At most this many flows may be shorter in Workfeed than the early bound allows: emu's task can
@@ -224,15 +235,21 @@ fn workfeed_captures_every_emu_flow_once_and_sampling_reconstructs_bytes() {
         if dur < fct - early {
             early_outliers.push(line());
         } else if dur > fct + late {
-            late_outliers.push(line());
+            late_outliers.push((dur - fct, line()));
         }
     }
+    let far_late: Vec<&(f64, String)> = late_outliers.iter().filter(|(d, _)| *d > LATE_OUTLIER_NS).collect();
     assert!(
-        late_outliers.is_empty(),
-        "{} flows lasted longer in Workfeed than emu's FCT + {LATE_NS} ns (a capture or timestamp bug; \
-         emu stamping late cannot cause it): {late_outliers:#?}",
-        late_outliers.len()
+        far_late.is_empty() && late_outliers.len() <= MAX_LATE_OUTLIERS,
+        "{} flows lasted longer in Workfeed than emu's FCT + {LATE_NS} ns ({} of them by more than \
+         {LATE_OUTLIER_NS} ns; at most {MAX_LATE_OUTLIERS} within that allowed): a capture or timestamp \
+         bug: {late_outliers:#?}",
+        late_outliers.len(),
+        far_late.len()
     );
+    if !late_outliers.is_empty() {
+        println!("late duration outliers (at most {MAX_LATE_OUTLIERS} allowed): {late_outliers:#?}");
+    }
     assert!(
         early_outliers.len() <= MAX_EARLY_OUTLIERS,
         "{} flows shorter in Workfeed than the early bound (emu stamped their FCT late): {early_outliers:#?}",
