@@ -6,11 +6,14 @@
 //! replays 600 flows (3 senders, 3 classes, 2–100 kB) and logs each one's ground truth.
 //!
 //! Checked, with the tolerances stated here:
-//! - the probe counted no lost record (`untracked_close`, `open_failed`, `ringbuf_full` are 0) and
-//!   the agent read every record it wrote; all its counters are printed, with the kernel's count
-//!   of events it did not deliver (`missed_events`);
+//! - the probe lost no record for want of room (`open_failed`, `ringbuf_full` are 0), every record
+//!   it lost (`untracked_close`: a socket whose open no program saw) is one the kernel counted as
+//!   skipped by both the main program and its standby (`missed_events`), and the agent read every
+//!   record it wrote; all counters are printed;
 //! - every finished emu flow is captured exactly once (one sender→receiver flow per connection,
-//!   no flow Workfeed saw that emu did not send), with the exact payload size and the class's DSCP;
+//!   no flow Workfeed saw that emu did not send), with the exact payload size and the class's DSCP,
+//!   and with both its sockets reported — save, flow for flow, those whose record the probe
+//!   counted as lost (kept one-sided, or unclassified when the client's record is the one lost);
 //! - hosts map to the model's ids (senders 0..2, receiver 3);
 //! - duration: Workfeed's SYN→first close vs emu's connect→application ack: per flow at most
 //!   1 ms longer save at most 3 flows by at most 10 ms (emu's client descheduled between its end
@@ -186,9 +189,16 @@ fn workfeed_captures_every_emu_flow_once_and_sampling_reconstructs_bytes() {
             .find(|&(n, _)| n == name)
             .map_or(0, |(_, v)| v)
     };
-    for lost in ["untracked_close", "open_failed", "ringbuf_full"] {
+    for lost in ["open_failed", "ringbuf_full"] {
         assert_eq!(counter(lost), 0, "probe counter {lost}: {probe:?}");
     }
+    // A socket whose open no program handled (the kernel skipped both the main program and its
+    // standby) closes untracked; each such loss must be one the kernel counted.
+    let lost_records = counter("untracked_close");
+    assert!(
+        lost_records <= counter("missed_events"),
+        "{lost_records} closes untracked, more than the kernel's skipped events: {probe:?}"
+    );
     assert_eq!(
         counter("emitted") as u64,
         agent_metrics.records_captured.get(),
@@ -197,10 +207,13 @@ fn workfeed_captures_every_emu_flow_once_and_sampling_reconstructs_bytes() {
 
     // --- every flow exactly once, exact size, right class and hosts, duration in tolerance ---
     let w = rack.window_between(Nanos(0), Nanos(u64::MAX)).expect("window");
-    assert_eq!(
-        (w.unclassified, w.one_sided),
-        (0, 0),
-        "flows with a socket unreported (left out as unclassified, kept one-sided); probe: {probe:?}"
+    // A lost record costs its flow one side (kept one-sided) or, the client's, its class (left
+    // out as unclassified): never more flows than records lost.
+    assert!(
+        (w.unclassified + w.one_sided) as i64 <= lost_records,
+        "flows with a socket unreported (unclassified {}, one-sided {}) but {lost_records} records lost; probe: {probe:?}",
+        w.unclassified,
+        w.one_sided
     );
     let port = emu::DEFAULT_PORT;
     let mut seen: HashMap<SocketAddrV4, usize> = HashMap::new();
@@ -213,15 +226,31 @@ fn workfeed_captures_every_emu_flow_once_and_sampling_reconstructs_bytes() {
         }
     }
     let mut diffs = Vec::new();
+    let mut missing = Vec::new();
     // Workfeed shorter than the early bound (emu stamped late) / longer than the late bound.
     let (mut early_outliers, mut late_outliers) = (Vec::new(), Vec::new());
     for t in &truth {
         let src = SocketAddrV4::new(t.src_addr.parse().expect("src addr"), t.src_port);
-        assert_eq!(seen.remove(&src), Some(1), "flow {} from {src} captured once", t.id.0);
+        match seen.remove(&src) {
+            Some(1) => {}
+            // Only its client's record lost: unclassified (counted above).
+            None if w.unclassified > 0 => {
+                missing.push(t.id.0);
+                continue;
+            }
+            n => panic!(
+                "flow {} from {src} captured {n:?} times, not once; probe: {probe:?}",
+                t.id.0
+            ),
+        }
         let f = w.captured.iter().find(|f| f.src == src).expect("captured");
         assert_eq!(f.size.0, t.size, "flow {} size", t.id.0);
         assert_eq!(f.dscp, t.dscp, "flow {} DSCP", t.id.0);
-        assert!(f.both_sides, "flow {}: both sockets reported", t.id.0);
+        assert!(
+            f.both_sides || w.one_sided > 0,
+            "flow {}: one socket unreported, yet no flow is one-sided",
+            t.id.0
+        );
         let fct = t.fct_ns.expect("finished") as f64;
         let dur = f.end.saturating_sub(f.start).0 as f64;
         let (early, late) = (EARLY_NS + EARLY_FRACTION * fct, LATE_NS);
@@ -268,6 +297,11 @@ fn workfeed_captures_every_emu_flow_once_and_sampling_reconstructs_bytes() {
         q(1.0)
     );
     assert!(q(0.5) * 1e3 <= MEDIAN_NS, "median FCT − duration {} µs", q(0.5));
+    assert!(
+        missing.len() <= w.unclassified,
+        "flows missing from the window {missing:?}, more than the {} left out as unclassified",
+        w.unclassified
+    );
     assert!(
         seen.is_empty(),
         "flows Workfeed saw that emu did not log as finished: {seen:?}"

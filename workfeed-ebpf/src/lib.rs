@@ -13,5 +13,5 @@ mod record;
 pub use object::{object, ObjectMissing};
 pub use record::{
     RawRecord, Stat, CFG_NETNS, CFG_PORTS, FLAGS_KNOWN, FLAG_ACTIVE, FLAG_ESTABLISHED, FLAG_FIN_SENT, FLAG_PEER_FIN,
-    MAX_FILTER_ENTRIES, RECORD_SIZE,
+    HOOK_DESTROY, HOOK_SET_STATE, MAX_FILTER_ENTRIES, RECORD_SIZE,
 };

@@ -2,11 +2,16 @@
 
 /// The raw-tracepoint program on every TCP state change.
 pub const PROGRAM: &str = "wf_set_state";
-/// The raw tracepoint [`PROGRAM`] attaches to.
+/// [`PROGRAM`]'s standby on the same tracepoint: handles the events the kernel skips for
+/// [`PROGRAM`] because it is already running on that CPU.
+pub const STANDBY_PROGRAM: &str = "wf_set_state_standby";
+/// The raw tracepoint [`PROGRAM`] and [`STANDBY_PROGRAM`] attach to.
 pub const TRACEPOINT_NAME: &str = "inet_sock_set_state";
 /// The raw-tracepoint program that records a tracked socket destroyed without a close event.
 pub const DESTROY_PROGRAM: &str = "wf_destroy";
-/// The raw tracepoint [`DESTROY_PROGRAM`] attaches to.
+/// [`DESTROY_PROGRAM`]'s standby on the same tracepoint.
+pub const DESTROY_STANDBY_PROGRAM: &str = "wf_destroy_standby";
+/// The raw tracepoint [`DESTROY_PROGRAM`] and [`DESTROY_STANDBY_PROGRAM`] attach to.
 pub const DESTROY_TRACEPOINT_NAME: &str = "tcp_destroy_sock";
 /// The ring buffer of [`crate::RawRecord`]s.
 pub const RECORDS_MAP: &str = "wf_records";
@@ -20,3 +25,6 @@ pub const NETNS_MAP: &str = "wf_netns";
 pub const STATS_MAP: &str = "wf_stats";
 /// Hash of connections between open and close (a full map is counted, never evicted).
 pub const OPEN_FLOWS_MAP: &str = "wf_open_flows";
+/// Per-CPU array of `u32`, one slot per hook ([`crate::HOOK_SET_STATE`], [`crate::HOOK_DESTROY`]):
+/// 1 while that hook's main program runs on the CPU. Its standby acts only while it is set.
+pub const RUNNING_MAP: &str = "wf_running";

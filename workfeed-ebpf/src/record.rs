@@ -16,6 +16,10 @@ pub const FLAGS_KNOWN: u8 = FLAG_ACTIVE | FLAG_ESTABLISHED | FLAG_FIN_SENT | FLA
 pub const CFG_PORTS: u32 = 1;
 /// Config bit: capture only sockets in a network namespace listed in the netns map.
 pub const CFG_NETNS: u32 = 2;
+/// Slot of the per-CPU running flags ([`crate::names::RUNNING_MAP`]) of the state-change hook.
+pub const HOOK_SET_STATE: u32 = 0;
+/// Slot of the running flags of the socket-destruction hook.
+pub const HOOK_DESTROY: u32 = 1;
 /// Capacity of each filter map.
 pub const MAX_FILTER_ENTRIES: usize = 64;
 
@@ -129,8 +133,8 @@ pub enum Stat {
     /// Connections tracked (including [`Stat::OpenedLate`]).
     Opened = 3,
     /// Closes of wanted connections that were not tracked (their records are lost): opened before
-    /// the probe loaded, or every event between open and close was missed (see the programs'
-    /// `recursion_misses`).
+    /// the probe loaded, or no program (main or standby) handled any of its events between open
+    /// and close (the agent's `missed_events`).
     UntrackedClose = 4,
     /// Tracked attempts that closed before the handshake completed.
     NeverEstablished = 5,
@@ -145,11 +149,14 @@ pub enum Stat {
     /// Connections whose open event was missed, tracked from the first state after it (their
     /// start is late by the rest of the handshake).
     OpenedLate = 10,
+    /// Events the kernel skipped for a main program (it was already running on that CPU, e.g.
+    /// interrupted by a softirq) and that program's standby handled instead.
+    StandbyEvents = 11,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 11] = [
+    pub const ALL: [Stat; 12] = [
         Stat::Events,
         Stat::NotIpv4,
         Stat::Filtered,
@@ -161,6 +168,7 @@ impl Stat {
         Stat::OpenFailed,
         Stat::ClosedAtDestroy,
         Stat::OpenedLate,
+        Stat::StandbyEvents,
     ];
     /// A snake_case name for metrics.
     pub fn name(self) -> &'static str {
@@ -176,6 +184,7 @@ impl Stat {
             Stat::OpenFailed => "open_failed",
             Stat::ClosedAtDestroy => "closed_at_destroy",
             Stat::OpenedLate => "opened_late",
+            Stat::StandbyEvents => "standby_events",
         }
     }
 }

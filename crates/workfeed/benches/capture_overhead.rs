@@ -183,9 +183,8 @@ fn main() {
                 .await
                 .expect("aggregator");
                 let cfg = AgentConfig::new(1, agg.local_addr().expect("addr"));
-                let agent = Agent::start(cfg, &filter, AgentMetrics::default())
-                    .await
-                    .expect("probe load");
+                let metrics = AgentMetrics::default();
+                let agent = Agent::start(cfg, &filter, metrics.clone()).await.expect("probe load");
                 let (tx, rx) = tokio::sync::watch::channel(false);
                 let (mut r1, mut r2) = (rx.clone(), rx);
                 let a2 = agg.clone();
@@ -202,19 +201,19 @@ fn main() {
                         })
                         .await
                 });
-                (agg, tx, h1, h2)
+                (agg, metrics, tx, h1, h2)
             })
         });
         let (f0, c0, t0) = (flows.load(Ordering::Relaxed), cpu_seconds(), Instant::now());
         std::thread::sleep(PHASE);
         let (f1, c1, el) = (flows.load(Ordering::Relaxed), cpu_seconds(), t0.elapsed().as_secs_f64());
-        let captured = capture.map(|(agg, tx, h1, h2)| {
+        let captured = capture.map(|(agg, metrics, tx, h1, h2)| {
             let _ = tx.send(true);
             rt.block_on(async {
                 let _ = h2.await;
                 let _ = h1.await;
             });
-            agg.metrics().records_accepted.get()
+            (agg.metrics().records_accepted.get(), metrics.probe_counters())
         });
         let n = (f1 - f0) as f64;
         let (fps, mbps, cpu) = (n / el, n * size as f64 * 8.0 / el / 1e6, c1 - c0);
@@ -225,8 +224,26 @@ fn main() {
             mbps,
             cpu,
             cpu * 1e6 / n.max(1.0),
-            captured.map_or(String::new(), |c| format!("   ({c} records captured)"))
+            captured
+                .as_ref()
+                .map_or(String::new(), |(c, _)| format!("   ({c} records captured)"))
         );
+        if let Some((_, probe)) = &captured {
+            // The counters that tell whether anything was lost (and what the standbys covered).
+            let shown = [
+                "opened",
+                "emitted",
+                "untracked_close",
+                "standby_events",
+                "missed_events",
+            ];
+            let line: Vec<String> = probe
+                .iter()
+                .filter(|(name, _)| shown.contains(name))
+                .map(|(name, v)| format!("{name} {v}"))
+                .collect();
+            println!("{:>8} probe: {}", "", line.join(", "));
+        }
         let s = &mut sums[usize::from(on)];
         s.0 += fps;
         s.1 += cpu * 1e6 / n.max(1.0);

@@ -109,10 +109,14 @@ impl Probe {
         }
         let mut ebpf = Ebpf::load(object).map_err(|e| LoadError::Load(format!("{e} ({e:?})")))?;
         // Filters go in before the programs are attached, so nothing unwanted is captured. The
-        // destruction hook goes first: it only acts on entries the state hook creates.
+        // destruction hook goes first: it only acts on entries the state hook creates. Each
+        // standby goes in before its main program, so no event the main program is skipped for
+        // goes unhandled.
         apply_filter(&mut ebpf, filter)?;
         for (program, tracepoint) in [
+            (names::DESTROY_STANDBY_PROGRAM, names::DESTROY_TRACEPOINT_NAME),
             (names::DESTROY_PROGRAM, names::DESTROY_TRACEPOINT_NAME),
+            (names::STANDBY_PROGRAM, names::TRACEPOINT_NAME),
             (names::PROGRAM, names::TRACEPOINT_NAME),
         ] {
             let prog = raw_tracepoint(&mut ebpf, program)?;
@@ -152,21 +156,34 @@ impl Probe {
             .collect()
     }
 
-    /// Events the kernel did not deliver to the probe's programs (`recursion_misses`, summed over
-    /// both): a raw tracepoint program is skipped when it is already running on the same CPU
-    /// (e.g. interrupted by a softirq that changes another socket's state). A missed open loses
-    /// that socket's record (counted again as `untracked_close` when it closes); a missed close is
-    /// recovered at the socket's destruction (`closed_at_destroy`).
+    /// Events no program of the probe handled: the kernel skips a raw tracepoint program that is
+    /// already running on the same CPU (e.g. interrupted by a softirq that changes another
+    /// socket's state) and counts the skip (`recursion_misses`); the main programs' skips, summed,
+    /// less the events their standbys handled ([`Stat::StandbyEvents`]), leave the events neither
+    /// saw. (A standby's own skips are not losses: a standby runs its handler only inside a
+    /// softirq that interrupted its main program, and otherwise returns at once, while the main
+    /// program, not running, takes the event.) A missed open loses that socket's record (counted
+    /// again as `untracked_close` when it closes) unless a later state recovers it
+    /// (`opened_late`); a missed close is recovered at the socket's destruction
+    /// (`closed_at_destroy`).
+    ///
+    /// The standbys' count is read first: a skip between the two reads is then counted as
+    /// missed for that one reading, never hidden.
     pub fn missed_events(&self) -> Result<u64, LoadError> {
-        let mut total = 0;
+        let covered = self
+            .stats()?
+            .into_iter()
+            .find(|&(s, _)| s == Stat::StandbyEvents)
+            .map_or(0, |(_, v)| v);
+        let mut skipped = 0;
         for name in [names::PROGRAM, names::DESTROY_PROGRAM] {
             let prog = self.ebpf.program(name).ok_or(LoadError::MissingPart(name))?;
             let fd = prog.fd().map_err(|e| LoadError::Load(format!("{name}: {e}")))?;
-            total += prog_info(fd.as_fd())
+            skipped += prog_info(fd.as_fd())
                 .map_err(|e| LoadError::Load(format!("reading the kernel statistics of {name}: {e}")))?
                 .recursion_misses;
         }
-        Ok(total)
+        Ok(skipped.saturating_sub(covered))
     }
 
     /// Takes the ring-buffer reader (once; later calls return `None`). Needs a tokio runtime.

@@ -30,8 +30,8 @@ pub struct AgentLabel {
     pub agent: String,
 }
 
-/// The [`AgentMetrics::probe`] label of the kernel's count of events the probe's programs missed
-/// ([`crate::loader::Probe::missed_events`]).
+/// The [`AgentMetrics::probe`] label of the count of state changes no program of the probe
+/// handled ([`crate::loader::Probe::missed_events`]).
 pub const MISSED_EVENTS: &str = "missed_events";
 
 /// Label naming a probe counter.
@@ -185,7 +185,7 @@ impl AgentMetrics {
         r.register("send_errors", "Failed datagram sends", self.send_errors.clone());
         r.register(
             "probe",
-            "The eBPF probe's counters (records lost in the kernel: ringbuf_full, open_failed, untracked_close; missed_events = state changes the kernel did not deliver)",
+            "The eBPF probe's counters (records lost in the kernel: ringbuf_full, open_failed, untracked_close; missed_events = state changes no probe program handled; standby_events = skips of a main program its standby covered)",
             self.probe.clone(),
         );
     }

@@ -11,6 +11,14 @@
 // already running on the CPU, and the kernel counts every skip (the program's recursion_misses,
 // which the agent exports).
 //
+// Each hook has a standby twin. The kernel skips a program that is already running on the CPU, and
+// a softirq (a packet changing another socket's state) can interrupt the main program while it
+// runs in process context; the main program marks itself running in a per-CPU flag, and the
+// standby, attached to the same tracepoint, handles an event only while that flag is set — exactly
+// the events the kernel skipped for the main program. Otherwise the standby returns at once. The
+// agent reports the main programs' skips the standby did not take (missed_events): only a skip in
+// the few instructions before the flag is set or after it is cleared.
+//
 // A connection starts being tracked when it enters SYN_SENT (active open) or SYN_RECV (passive
 // open, the child socket) and passes the filters (or, when that event was missed, at the first
 // state after it); it is emitted when it enters TCP_CLOSE, with
@@ -98,6 +106,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } wf_stats SEC(".maps");
+
+// Per CPU, one slot per hook (WF_HOOK_*): 1 while the main program runs.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WF_HOOK_COUNT);
+	__type(key, __u32);
+	__type(value, __u32);
+} wf_running SEC(".maps");
 
 static __always_inline void wf_count(__u32 idx)
 {
@@ -243,8 +259,7 @@ static __always_inline int wf_track(const struct sock *sk, __u64 key, __u8 activ
 }
 
 // inet_sock_set_state(const struct sock *sk, const int oldstate, const int newstate)
-SEC("raw_tracepoint/inet_sock_set_state")
-int wf_set_state(void *ctx)
+static __always_inline void wf_on_set_state(void *ctx)
 {
 	// The context is the tracepoint's arguments as u64s. (Read as a plain array: vmlinux.h's
 	// struct bpf_raw_tracepoint_args has a flexible array, which CO-RE relocation rejects.)
@@ -254,18 +269,18 @@ int wf_set_state(void *ctx)
 	int newstate = (int)args[2];
 
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
-		return 0;
+		return;
 	wf_count(WF_STAT_EVENTS);
 	if (BPF_CORE_READ(sk, __sk_common.skc_family) != AF_INET) {
 		wf_count(WF_STAT_NOT_IPV4);
-		return 0;
+		return;
 	}
 	__u64 key = (__u64)sk;
 
 	if (newstate == WF_TCP_SYN_SENT || newstate == WF_TCP_SYN_RECV) {
 		if (wf_track(sk, key, newstate == WF_TCP_SYN_SENT, newstate) == WF_NOT_WANTED)
 			wf_count(WF_STAT_FILTERED);
-		return 0;
+		return;
 	}
 
 	if (newstate != WF_TCP_CLOSE) {
@@ -279,7 +294,7 @@ int wf_set_state(void *ctx)
 			if (wf_track(sk, key, oldstate == WF_TCP_SYN_SENT, newstate) == WF_TRACKED)
 				wf_count(WF_STAT_OPENED_LATE);
 		}
-		return 0;
+		return;
 	}
 
 	struct wf_open open;
@@ -291,23 +306,58 @@ int wf_set_state(void *ctx)
 		    wf_wanted(sk, bpf_ntohs(BPF_CORE_READ(inet, inet_sport)),
 			      bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport))))
 			wf_count(WF_STAT_UNTRACKED_CLOSE);
-		return 0;
+		return;
 	}
 	wf_emit(sk, &open, oldstate);
-	return 0;
+	return;
 }
 
 // tcp_destroy_sock(struct sock *sk): every TCP socket passes here once, after its close. A tracked
 // entry still present means the close event was missed.
-SEC("raw_tracepoint/tcp_destroy_sock")
-int wf_destroy(void *ctx)
+static __always_inline void wf_on_destroy(void *ctx)
 {
 	const __u64 *args = ctx;
 	const struct sock *sk = (const struct sock *)args[0];
 	struct wf_open open;
 	if (!wf_take((__u64)sk, &open))
-		return 0;
+		return;
 	wf_count(WF_STAT_CLOSED_AT_DESTROY);
 	wf_emit(sk, &open, open.last_state);
-	return 0;
 }
+
+// The main program of a hook: flags itself running on this CPU around the handler.
+#define WF_MAIN(name, hook, handler)                                        \
+	int name(void *ctx)                                                 \
+	{                                                                   \
+		__u32 slot = (hook);                                        \
+		__u32 *running = bpf_map_lookup_elem(&wf_running, &slot);   \
+		if (running)                                                \
+			*running = 1;                                       \
+		handler(ctx);                                               \
+		if (running)                                                \
+			*running = 0;                                       \
+		return 0;                                                   \
+	}
+
+// The standby of a hook: handles an event only while the main program is running on this CPU,
+// i.e. an event that interrupted it, which the kernel skipped for it.
+#define WF_STANDBY(name, hook, handler)                                     \
+	int name(void *ctx)                                                 \
+	{                                                                   \
+		__u32 slot = (hook);                                        \
+		__u32 *running = bpf_map_lookup_elem(&wf_running, &slot);   \
+		if (!running || !*running)                                  \
+			return 0;                                           \
+		wf_count(WF_STAT_STANDBY_EVENTS);                           \
+		handler(ctx);                                               \
+		return 0;                                                   \
+	}
+
+SEC("raw_tracepoint/inet_sock_set_state")
+WF_MAIN(wf_set_state, WF_HOOK_SET_STATE, wf_on_set_state)
+SEC("raw_tracepoint/inet_sock_set_state")
+WF_STANDBY(wf_set_state_standby, WF_HOOK_SET_STATE, wf_on_set_state)
+SEC("raw_tracepoint/tcp_destroy_sock")
+WF_MAIN(wf_destroy, WF_HOOK_DESTROY, wf_on_destroy)
+SEC("raw_tracepoint/tcp_destroy_sock")
+WF_STANDBY(wf_destroy_standby, WF_HOOK_DESTROY, wf_on_destroy)

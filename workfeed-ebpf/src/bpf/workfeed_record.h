@@ -42,7 +42,13 @@
 #define WF_STAT_OPEN_FAILED 8       /* wanted connections not tracked: the open-flow map was full */
 #define WF_STAT_CLOSED_AT_DESTROY 9 /* tracked connections whose close event was missed, recorded at socket destruction */
 #define WF_STAT_OPENED_LATE 10      /* tracked from the first state after a missed open event (start late by the rest of the handshake) */
-#define WF_STAT_COUNT 11
+#define WF_STAT_STANDBY_EVENTS 11   /* events a main program was skipped for (it was running on the CPU) and its standby handled */
+#define WF_STAT_COUNT 12
+
+/* wf_running slots: one per hook */
+#define WF_HOOK_SET_STATE 0
+#define WF_HOOK_DESTROY 1
+#define WF_HOOK_COUNT 2
 
 /*
  * 48 bytes, no padding. Addresses in network byte order, everything else in host byte order.
