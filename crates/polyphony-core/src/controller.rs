@@ -459,6 +459,7 @@ impl Controller {
     fn gp_settings(&self) -> GpSettings {
         GpSettings {
             nuggets: self.params.gp_nuggets.clone(),
+            means: self.params.gp_means.clone(),
             max_eval: self.params.gp_max_eval,
             min_samples: self.params.gp_min_samples,
             prior_sigma: self.params.gp_prior_sigma,

@@ -110,6 +110,9 @@ pub enum SurrogateStatus {
 pub struct GpSettings {
     /// Candidate nuggets (relative to the process variance), chosen by BIC with the kernel.
     pub nuggets: Vec<f64>,
+    /// Mean models the selection may choose from (every [`CANDIDATES`] pair whose mean is
+    /// listed); a previous fit with another mean is not reused.
+    pub means: Vec<MeanKind>,
     /// Cobyla evaluations per fit.
     pub max_eval: usize,
     /// Fewest samples for a fit.
@@ -315,6 +318,7 @@ pub fn fit(x: &Array2<f64>, y: &Array1<f64>, prev: Option<&Hyper>, mode: FitMode
             },
         );
     }
+    let prev = prev.filter(|h| s.means.contains(&h.mean));
     let mode = if prev.is_none() { FitMode::Select } else { mode };
     let attempt: Result<(OneFit, bool, usize), String> = match (mode, prev) {
         (FitMode::Select, _) => {
@@ -336,7 +340,7 @@ pub fn fit(x: &Array2<f64>, y: &Array1<f64>, prev: Option<&Hyper>, mode: FitMode
                     last_err = e;
                 }
             };
-            for kinds in CANDIDATES {
+            for kinds in CANDIDATES.into_iter().filter(|k| s.means.contains(&k.1)) {
                 let warm = prev
                     .filter(|h| h.kernel == kinds.0 && h.mean == kinds.1)
                     .map(|h| h.theta.as_slice());
@@ -434,6 +438,7 @@ mod tests {
     fn settings() -> GpSettings {
         GpSettings {
             nuggets: vec![1e-6],
+            means: vec![MeanKind::Constant, MeanKind::Linear],
             max_eval: 200,
             min_samples: 3,
             prior_sigma: 0.3,
@@ -519,6 +524,56 @@ mod tests {
             s.status
         );
         assert!(s.predict(&Array2::zeros((1, 2)))[0].0.is_finite());
+    }
+
+    #[test]
+    fn a_constant_mean_only_fit_does_not_extrapolate_a_noisy_trend() {
+        // Residuals that are noise around 0.2 with a spurious slope along the first feature,
+        // sampled in a small cluster (like warm-up windows near the start).
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        let n = 16;
+        let pts: Vec<[f64; 3]> = (0..n)
+            .map(|_| [0.4 + 0.2 * rng.gen::<f64>(), 0.4 + 0.2 * rng.gen::<f64>(), 0.5])
+            .collect();
+        let x = Array2::from_shape_fn((n, 3), |(i, j)| pts[i][j]);
+        let y = Array1::from_iter(
+            pts.iter()
+                .map(|p| 0.2 + 3.0 * (p[0] - 0.5) + 0.2 * (rng.gen::<f64>() - 0.5)),
+        );
+        let constant_only = GpSettings {
+            nuggets: vec![5.0],
+            means: vec![MeanKind::Constant],
+            ..settings()
+        };
+        let s = fit(&x, &y, None, FitMode::Select, &constant_only);
+        match &s.status {
+            SurrogateStatus::Fitted { hyper, .. } => assert_eq!(hyper.mean, MeanKind::Constant),
+            other => panic!("expected a fit, got {other:?}"),
+        }
+        // Far from the samples the constant-mean residual returns to the samples' level; it
+        // does not carry the slope to the edge of the space.
+        let far = Array2::from_shape_vec((2, 3), vec![0.0, 0.5, 0.5, 1.0, 0.5, 0.5]).unwrap();
+        let mean_y = y.mean().unwrap();
+        for (m, sd) in s.predict(&far) {
+            assert!((m - mean_y).abs() < 0.15, "far prediction {m} vs sample mean {mean_y}");
+            assert!(sd.is_finite());
+        }
+        // A previous linear fit is not reused when only the constant mean is allowed.
+        let prev = Hyper {
+            kernel: Kernel::Matern52,
+            mean: MeanKind::Linear,
+            theta: vec![1.0; 3],
+            nugget: 5.0,
+            bic: 0.0,
+        };
+        let again = fit(&x, &y, Some(&prev), FitMode::Refit, &constant_only);
+        match &again.status {
+            SurrogateStatus::Fitted { hyper, selected, .. } => {
+                assert_eq!(hyper.mean, MeanKind::Constant);
+                assert!(selected, "a disallowed previous fit triggers a fresh selection");
+            }
+            other => panic!("expected a fit, got {other:?}"),
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Every hyperparameter of the controller, with its default and the reason for it, in one
 //! place. Validation names the offending field. Pure data; touches nothing else.
 
+use crate::gp::MeanKind;
 use crate::residual::ResidualSpace;
 use crate::CoreError;
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,12 @@ pub struct ControllerParams {
     /// together with the kernel: 0.01 (nearly noise-free residual), 0.1, 0.5 (noise as large
     /// as half the residual's variation — p99 slowdowns over one interval are that noisy).
     pub gp_nuggets: Vec<f64>,
+    /// Mean models the kernel/mean selection may choose from ([`MeanKind`]). Both (`constant`,
+    /// `linear`) by default. `["constant"]` keeps the residual's trend out of the fit: a linear
+    /// mean has one coefficient per feature, fitted by least squares from the admitted samples,
+    /// and with few, noisy samples (the scale study's 50 ms windows) those coefficients are
+    /// noise that the acquisition extrapolates to the trust region's edge.
+    pub gp_means: Vec<MeanKind>,
     /// Re-run the kernel/mean/nugget selection (8 kernel×mean pairs, then the winner at each
     /// other nugget: 10 fits by BIC) every this many proposals; in
     /// between only the selected candidate is refitted, warm-started. 5: see docs/controller.md
@@ -163,6 +170,7 @@ impl Default for ControllerParams {
             denoiser_max_width: 2.0,
             denoiser_config_radius: 0.05,
             gp_nuggets: vec![0.01, 0.1, 0.5],
+            gp_means: vec![MeanKind::Constant, MeanKind::Linear],
             gp_reselect_every: 5,
             gp_max_eval: 60,
             gp_min_samples: 3,
@@ -265,6 +273,13 @@ impl ControllerParams {
                 ));
             }
         }
+        if self.gp_means.is_empty() {
+            return Err(bad(
+                "gp_means",
+                "[]",
+                "give at least one mean model (\"constant\" or \"linear\")",
+            ));
+        }
         at_least("gp_reselect_every", self.gp_reselect_every as usize, 1)?;
         at_least("gp_max_eval", self.gp_max_eval, 25)?;
         at_least("gp_min_samples", self.gp_min_samples, 2)?;
@@ -308,5 +323,16 @@ mod tests {
         assert_eq!(p.sample_window, 20);
         assert_eq!(p.penalty_beta, 1e4);
         assert!(serde_json::from_str::<ControllerParams>(r#"{"sample_windw": 20}"#).is_err());
+    }
+
+    #[test]
+    fn mean_models_read_from_json_and_an_empty_list_is_refused() {
+        let p: ControllerParams = serde_json::from_str(r#"{"gp_means": ["constant"]}"#).unwrap();
+        assert_eq!(p.gp_means, vec![MeanKind::Constant]);
+        assert_eq!(p.validate(), Ok(()));
+        assert!(serde_json::from_str::<ControllerParams>(r#"{"gp_means": ["quadratic"]}"#).is_err());
+        let p: ControllerParams = serde_json::from_str(r#"{"gp_means": []}"#).unwrap();
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("gp_means"), "{e}");
     }
 }

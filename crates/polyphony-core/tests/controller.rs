@@ -81,6 +81,41 @@ fn observed_once() -> (Scenario, FormulaModel, Controller, NetworkConfig) {
     (sc, truth, c, cfg)
 }
 
+/// The "live" formula and the model's, scaled by `truth` and `model`.
+fn formulas(sc: &Scenario, truth: f64, model: f64) -> (FormulaModel, FormulaModel) {
+    let formula = |scale| FormulaModel {
+        scenario: sc.clone(),
+        scale,
+    };
+    (formula(truth), formula(model))
+}
+
+/// Warm-up window `w`: `slis` measured at `cfg`; the admission decisions.
+fn warm_up_window(
+    c: &mut Controller,
+    config: NetworkConfig,
+    slis: SliVector,
+    w: usize,
+    model: &FormulaModel,
+) -> Vec<polyphony_core::Admission> {
+    c.warm_up(
+        &Observation {
+            config,
+            slis,
+            workload: Some(w as u64),
+        },
+        model,
+    )
+    .expect("warm up")
+}
+
+/// The full controller for `sc` with `params`, and its start as a point.
+fn full_at_start(sc: &Scenario, params: ControllerParams) -> (Controller, Vec<f64>) {
+    let c = Controller::from_scenario(sc, params, Variant::FULL).expect("controller");
+    let start = c.space().point_of_config(c.initial()).expect("point");
+    (c, start)
+}
+
 fn step(c: &mut Controller, truth: &FormulaModel, model: &FormulaModel, cfg: &NetworkConfig) -> NetworkConfig {
     c.observe(&Observation {
         config: cfg.clone(),
@@ -500,19 +535,14 @@ fn baselines_share_the_tuner_interface() {
 #[test]
 fn warm_up_samples_are_admitted_and_one_lucky_window_does_not_become_the_centre() {
     let sc = scenario();
-    let formula = |scale| FormulaModel {
-        scenario: sc.clone(),
-        scale,
-    };
-    let (truth, model) = (formula(1.1), formula(0.9));
+    let (truth, model) = formulas(&sc, 1.1, 0.9);
     // A trust region much smaller than the warm-up design, so where it is centred shows.
     let params = ControllerParams {
         trust_radius_min: 0.05,
         trust_radius_init: 0.05,
         ..small_params()
     };
-    let mut c = Controller::from_scenario(&sc, params, Variant::FULL).expect("controller");
-    let start = c.space().point_of_config(c.initial()).expect("point");
+    let (mut c, start) = full_at_start(&sc, params);
     let design = polyphony_core::warmup::design(c.space(), &start, 0.4, 7, 3);
     // The window farthest from the start is a lucky one: every class 5x faster than usual.
     let lucky = (1..design.len())
@@ -535,16 +565,7 @@ fn warm_up_samples_are_admitted_and_one_lucky_window_does_not_become_the_centre(
             }
         }
         gs.push(c.objective().value(&slis).expect("J"));
-        let adm = c
-            .warm_up(
-                &Observation {
-                    config: cfg,
-                    slis,
-                    workload: Some(w as u64),
-                },
-                &model,
-            )
-            .expect("warm up");
+        let adm = warm_up_window(&mut c, cfg, slis, w, &model);
         assert_eq!(adm.len(), 1, "one decision per warm-up measurement");
     }
     // Spread design points are novel: all admitted before the first proposal (the GP learns
@@ -628,4 +649,46 @@ fn warm_up_samples_are_admitted_and_one_lucky_window_does_not_become_the_centre(
         Tuner::propose(&mut fixed, &model).expect("fixed").config,
         default_initial(&sc.classes)
     );
+}
+
+#[test]
+fn a_constant_mean_only_controller_never_fits_a_linear_residual_trend() {
+    let sc = scenario();
+    let (truth, model) = formulas(&sc, 1.2, 0.8);
+    let params = ControllerParams {
+        gp_nuggets: vec![9.0],
+        gp_means: vec![polyphony_core::MeanKind::Constant],
+        ..small_params()
+    };
+    let (mut c, start) = full_at_start(&sc, params);
+    // Ten warm-up windows whose measurements are noisy (a factor 0.6-1.5 per window, as the
+    // scale study's 50 ms windows), so a trend could be fitted to the noise.
+    let noise = [1.0, 1.4, 0.7, 1.2, 0.6, 1.5, 0.9, 1.3, 0.8, 1.1];
+    for (w, x) in polyphony_core::warmup::design(c.space(), &start, 0.4, 10, 5)
+        .iter()
+        .enumerate()
+    {
+        let cfg = c.space().config_of(x, c.initial()).expect("config");
+        let mut slis = truth.slis(&cfg);
+        for k in &mut slis.classes {
+            k.p99 *= noise[w];
+        }
+        warm_up_window(&mut c, cfg, slis, w, &model);
+    }
+    for it in 0..6 {
+        let p = c.propose(&model).expect("propose");
+        match &p.surrogate {
+            polyphony_core::SurrogateStatus::Fitted { hyper, .. } => {
+                assert_eq!(hyper.mean, polyphony_core::MeanKind::Constant, "{:?}", p.surrogate);
+                assert_eq!(hyper.nugget, 9.0);
+            }
+            other => panic!("iteration {it}: expected a fitted residual after the warm-up, got {other:?}"),
+        }
+        c.observe(&Observation {
+            slis: truth.slis(&p.config),
+            config: p.config,
+            workload: Some(10 + it),
+        })
+        .expect("observe");
+    }
 }
