@@ -2,9 +2,8 @@
 //! that reads the scenario and trace, probes the base RTT if not given, serves `/metrics`
 //! during the run if asked, and runs.
 
-use crate::netns::Hosts;
-use crate::probe::base_rtt;
 use crate::{run, EmuError, EmuMetrics, EmuOutputs, EmuPlan, MetricsServer, RunSummary};
+use polyphony_netns::{base_rtt, Hosts};
 use polyphony_spec::{IdealFct, Nanos, Scenario, TopologySpec, Workload};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -197,6 +196,6 @@ mod tests {
         assert!(e.starts_with(&format!("--metrics-listen {addr}: ")), "{e}");
         // With a free port the server starts and the run goes on to the (absent) testbed.
         let e = run_cli(&args(dir.path(), "127.0.0.1:0")).err();
-        assert!(matches!(e, Some(EmuError::Netns { .. })), "{e:?}");
+        assert!(matches!(e, Some(EmuError::Netns(_))), "{e:?}");
     }
 }

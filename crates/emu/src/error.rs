@@ -5,16 +5,9 @@ use std::path::PathBuf;
 /// Everything that can go wrong while generating traffic or measuring it.
 #[derive(Debug, thiserror::Error)]
 pub enum EmuError {
-    /// A network namespace could not be entered.
-    #[error("cannot enter network namespace {name:?} ({path}): {source}; is the testbed up (`polyphony testbed up`) and are you root?")]
-    Netns {
-        /// Namespace name.
-        name: String,
-        /// Path tried.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    /// A network namespace could not be entered, or the base-RTT probe failed.
+    #[error(transparent)]
+    Netns(#[from] polyphony_netns::NetnsError),
     /// A socket operation failed.
     #[error("{what}: {source}")]
     Socket {

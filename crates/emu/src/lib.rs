@@ -15,8 +15,6 @@ mod cli;
 mod error;
 mod metrics;
 mod metrics_server;
-pub mod netns;
-pub mod probe;
 mod record;
 mod run;
 pub mod sock;

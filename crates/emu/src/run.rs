@@ -9,10 +9,10 @@
 //! last byte (end of stream). Nothing runs past `duration + drain`.
 
 use crate::metrics::EmuMetrics;
-use crate::netns::{enter, Hosts};
 use crate::record::{FlowRecord, IntervalSummary, RunSummary};
 use crate::sock::{mark_class, monotonic_ns, raise_nofile, snd_cwnd};
 use crate::EmuError;
+use polyphony_netns::{enter, Hosts};
 use polyphony_spec::{Bytes, ClassSli, Dscp, Flow, IdealFct, Nanos, Workload};
 use std::io::Write;
 use std::net::SocketAddr;

@@ -58,7 +58,7 @@ pub enum TestbedError {
     },
     /// The base-RTT probe failed.
     #[error("measuring the base RTT: {0}")]
-    Probe(#[from] emu::EmuError),
+    Probe(#[from] polyphony_netns::NetnsError),
 }
 
 impl TestbedError {

@@ -155,7 +155,7 @@ pub fn up(scenario: &Scenario, opts: &TestbedOptions) -> Result<Testbed, Testbed
         base_rtt: polyphony_spec::Nanos(0),
     };
     if opts.measure_rtt {
-        state.base_rtt = emu::probe::base_rtt(&state.hosts(), 0)?;
+        state.base_rtt = polyphony_netns::base_rtt(&state.hosts(), 0)?;
     }
     state.write(&n)?;
     tracing::info!(

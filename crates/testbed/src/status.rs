@@ -39,9 +39,9 @@ impl InstanceState {
     pub fn reference_ideal(&self) -> IdealFct {
         IdealFct::tcp(crate::REFERENCE_BASE_RTT, self.rate)
     }
-    /// The emu hosts of this instance.
-    pub fn hosts(&self) -> emu::netns::Hosts {
-        emu::netns::Hosts {
+    /// The namespaces and addresses of this instance.
+    pub fn hosts(&self) -> polyphony_netns::Hosts {
+        polyphony_netns::Hosts {
             prefix: self.prefix.clone(),
             senders: self.senders,
         }

@@ -91,13 +91,15 @@ impl EmuSource {
                 bail!("sli.source = \"emu\": the namespace testbed is a dumbbell; the scenario is a leaf-spine")
             }
         };
-        let hosts = emu::netns::Hosts {
+        let hosts = polyphony_netns::Hosts {
             prefix: prefix.to_string(),
             senders,
         };
         let rtt = match base_rtt_us {
             Some(us) => polyphony_spec::Nanos::from_secs_f64(us / 1e6),
-            None => emu::probe::base_rtt(&hosts, 0).map_err(|e| anyhow!("measuring the testbed's base RTT: {e}"))?,
+            None => {
+                polyphony_netns::base_rtt(&hosts, 0).map_err(|e| anyhow!("measuring the testbed's base RTT: {e}"))?
+            }
         };
         let s = &traffic.scenario;
         let plan = emu::EmuPlan::new(

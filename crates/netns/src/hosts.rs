@@ -1,9 +1,10 @@
 //! Entering the testbed's network namespaces from a thread (`setns(2)` on
-//! `/var/run/netns/<name>`), and the addresses of the testbed contract (docs/testbed.md).
+//! `/var/run/netns/<name>`), and the names and addresses of the testbed contract
+//! (`docs/testbed.md`).
 //!
 //! Only the calling thread changes namespace; sockets keep the namespace they were created in.
 
-use crate::EmuError;
+use crate::NetnsError;
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -17,9 +18,9 @@ pub fn netns_path(name: &str) -> PathBuf {
 }
 
 /// Moves the calling thread into network namespace `name`.
-pub fn enter(name: &str) -> Result<(), EmuError> {
+pub fn enter(name: &str) -> Result<(), NetnsError> {
     let path = netns_path(name);
-    let f = std::fs::File::open(&path).map_err(|source| EmuError::Netns {
+    let f = std::fs::File::open(&path).map_err(|source| NetnsError::Enter {
         name: name.into(),
         path: path.clone(),
         source,
@@ -27,7 +28,7 @@ pub fn enter(name: &str) -> Result<(), EmuError> {
     // SAFETY: setns on a valid namespace fd affects only this thread.
     let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
     if rc != 0 {
-        return Err(EmuError::Netns {
+        return Err(NetnsError::Enter {
             name: name.into(),
             path,
             source: std::io::Error::last_os_error(),

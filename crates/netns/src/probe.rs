@@ -1,8 +1,8 @@
 //! Base-RTT probe: a TCP ping-pong of one-byte messages (TCP_NODELAY) between a sender and the
 //! receiver on an idle testbed. The median round trip is the `base_rtt` of every ideal FCT.
 
-use crate::netns::{enter, Hosts};
-use crate::EmuError;
+use crate::hosts::{enter, Hosts};
+use crate::NetnsError;
 use polyphony_spec::Nanos;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -15,19 +15,19 @@ pub const WARMUP: usize = 20;
 
 /// Median application-level round trip between sender `sender` and the receiver of instance
 /// `hosts`. Bounded: at most `ROUNDS + WARMUP` exchanges, 5 s of socket timeouts.
-pub fn base_rtt(hosts: &Hosts, sender: u32) -> Result<Nanos, EmuError> {
+pub fn base_rtt(hosts: &Hosts, sender: u32) -> Result<Nanos, NetnsError> {
     let rx_ns = hosts.receiver_ns();
-    let (tx, rx) = std::sync::mpsc::channel::<Result<u16, EmuError>>();
+    let (tx, rx) = std::sync::mpsc::channel::<Result<u16, NetnsError>>();
     let server = std::thread::Builder::new()
-        .name("emu-probe-rx".into())
-        .spawn(move || -> Result<(), EmuError> {
+        .name("netns-probe-rx".into())
+        .spawn(move || -> Result<(), NetnsError> {
             let r = (|| {
                 enter(&rx_ns)?;
                 let l = TcpListener::bind((Hosts::receiver_addr(), 0))
-                    .map_err(|e| EmuError::socket("probe: bind on the receiver", e))?;
+                    .map_err(|e| NetnsError::socket("probe: bind on the receiver", e))?;
                 let port = l
                     .local_addr()
-                    .map_err(|e| EmuError::socket("probe: local_addr", e))?
+                    .map_err(|e| NetnsError::socket("probe: local_addr", e))?
                     .port();
                 Ok((l, port))
             })();
@@ -42,7 +42,7 @@ pub fn base_rtt(hosts: &Hosts, sender: u32) -> Result<Nanos, EmuError> {
                 }
             };
             l.set_nonblocking(false).ok();
-            let (mut s, _) = l.accept().map_err(|e| EmuError::socket("probe: accept", e))?;
+            let (mut s, _) = l.accept().map_err(|e| NetnsError::socket("probe: accept", e))?;
             s.set_nodelay(true).ok();
             s.set_read_timeout(Some(Duration::from_secs(5))).ok();
             let mut b = [0u8; 1];
@@ -53,18 +53,18 @@ pub fn base_rtt(hosts: &Hosts, sender: u32) -> Result<Nanos, EmuError> {
             }
             Ok(())
         })
-        .map_err(|_| EmuError::Worker("probe receiver".into()))?;
+        .map_err(|_| NetnsError::Worker("receiver".into()))?;
     let port = rx
         .recv_timeout(Duration::from_secs(5))
-        .map_err(|_| EmuError::Worker("probe receiver".into()))??;
+        .map_err(|_| NetnsError::Worker("receiver".into()))??;
     let tx_ns = hosts.sender_ns(sender);
     let client = std::thread::Builder::new()
-        .name("emu-probe-tx".into())
-        .spawn(move || -> Result<Vec<u64>, EmuError> {
+        .name("netns-probe-tx".into())
+        .spawn(move || -> Result<Vec<u64>, NetnsError> {
             enter(&tx_ns)?;
             let addr = SocketAddr::from((Hosts::receiver_addr(), port));
             let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-                .map_err(|e| EmuError::socket(format!("probe: connect to {addr}"), e))?;
+                .map_err(|e| NetnsError::socket(format!("probe: connect to {addr}"), e))?;
             s.set_nodelay(true).ok();
             s.set_read_timeout(Some(Duration::from_secs(5))).ok();
             let mut rtts = Vec::with_capacity(ROUNDS);
@@ -73,15 +73,15 @@ pub fn base_rtt(hosts: &Hosts, sender: u32) -> Result<Nanos, EmuError> {
                 let t = Instant::now();
                 s.write_all(&b)
                     .and_then(|_| s.read_exact(&mut b))
-                    .map_err(|e| EmuError::socket(format!("probe: ping-pong with {addr}"), e))?;
+                    .map_err(|e| NetnsError::socket(format!("probe: ping-pong with {addr}"), e))?;
                 if i >= WARMUP {
                     rtts.push(t.elapsed().as_nanos() as u64);
                 }
             }
             Ok(rtts)
         })
-        .map_err(|_| EmuError::Worker("probe sender".into()))?;
-    let mut rtts = client.join().map_err(|_| EmuError::Worker("probe sender".into()))??;
+        .map_err(|_| NetnsError::Worker("sender".into()))?;
+    let mut rtts = client.join().map_err(|_| NetnsError::Worker("sender".into()))??;
     let _ = server.join();
     rtts.sort_unstable();
     Ok(Nanos(rtts[rtts.len() / 2]))
