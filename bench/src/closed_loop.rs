@@ -7,10 +7,9 @@
 use crate::ground::{Ground, Interval};
 use crate::tuners::{holds_its_configuration, initial_config, make_study_tuner};
 use crate::EvalError;
-use polyphony::model_adapter::WindowModel;
-use polyphony::network::ModelContext;
 use polyphony_core::{ControllerParams, Objective, Observation, Space};
 use polyphony_model::NetworkModel;
+use polyphony_model::{ModelContext, WindowModel};
 use polyphony_spec::{KnobSpace, NetworkConfig, Scenario};
 use std::sync::Arc;
 use std::time::Instant;

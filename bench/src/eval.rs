@@ -8,9 +8,8 @@ use crate::ground::{PktsimGround, ScenarioTraffic, TestbedGround};
 use crate::report::{self, ScenarioResult};
 use crate::studies::{Planned, Study};
 use crate::{plots, tuners, EvalError};
-use polyphony::config::ModelKind;
-use polyphony::model_adapter::{network_model, pool};
 use polyphony_core::ControllerParams;
+use polyphony_model::{pool, ModelKind};
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -89,7 +88,7 @@ fn setup(p: &Planned, o: &EvalOptions) -> Result<(LoopSetup, ScenarioTraffic), E
         params: o.params.clone(),
         iterations: o.iterations,
         warmup: o.warmup,
-        model: network_model(ModelKind::Flowsim),
+        model: ModelKind::default().model(),
         context: traffic.context.clone(),
     };
     Ok((s, traffic))
@@ -132,7 +131,7 @@ pub fn run_study(
                             // and runs in parallel bring different windows (one shared value
                             // would re-plan on nearly every call, under its lock).
                             let own = LoopSetup {
-                                model: network_model(ModelKind::Flowsim),
+                                model: ModelKind::default().model(),
                                 ..setup.clone()
                             };
                             run_tuner(t, *s, &own, &mut ground, &pool(model_threads), tick)

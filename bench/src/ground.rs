@@ -7,7 +7,7 @@
 //! namespaces with its own prefix and tears them down when dropped.
 
 use crate::EvalError;
-use polyphony::network::{mix_cdfs, ModelContext, Traffic};
+use polyphony_model::{mix_cdfs, ModelContext, Traffic};
 use polyphony_model::{synthesize, NetworkModel, PktSim, SizeCdf, SynthesisOptions, TrafficMatrix};
 use polyphony_spec::{Nanos, NetworkConfig, Scenario, SliVector, Workload};
 use std::sync::Arc;
@@ -51,7 +51,7 @@ pub struct ScenarioTraffic {
 }
 
 impl ScenarioTraffic {
-    /// Prepares `scenario` (CDFs embedded in the `polyphony` binary or from `models/cdf/`).
+    /// Prepares `scenario` (the shipped CDFs its mix names).
     pub fn new(scenario: Scenario, matrix: TrafficMatrix) -> Result<ScenarioTraffic, EvalError> {
         let context = ModelContext::new(&scenario.topology, scenario.dscps()).map_err(EvalError::scenario)?;
         let cdfs = mix_cdfs(&scenario).map_err(EvalError::scenario)?;

@@ -63,7 +63,14 @@ pub enum EvalError {
 
 impl EvalError {
     /// A scenario error from an `anyhow` chain.
-    pub fn scenario(e: anyhow::Error) -> EvalError {
-        EvalError::Scenario(format!("{e:#}"))
+    pub fn scenario(e: impl Into<anyhow::Error>) -> EvalError {
+        EvalError::Scenario(format!("{:#}", e.into()))
     }
+}
+
+/// Reads and validates a scenario file.
+pub fn load_scenario(path: &std::path::Path) -> anyhow::Result<polyphony_spec::Scenario> {
+    use anyhow::Context;
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    Ok(polyphony_spec::Scenario::from_toml(&text, &path.display().to_string())?)
 }

@@ -4,11 +4,11 @@
 //! (§8.5, built in [`crate::scale`]). Reads the scenario TOML files it is pointed at
 //! (`<prefix>-{low,medium,high}.toml`, `adaptation.toml`); nothing else.
 
+use crate::load_scenario;
 use crate::tuners;
 use crate::EvalError;
-use polyphony::demo::poor_config;
-use polyphony::network::load_scenario;
 use polyphony_core::default_initial;
+use polyphony_model::poor_config;
 use polyphony_model::TrafficMatrix;
 use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, TopologySpec};
 use std::path::PathBuf;
@@ -63,7 +63,7 @@ impl Study {
 /// The configuration every tuner of a study starts from (the fixed baseline keeps it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Start {
-    /// `polyphony::demo::poor_config`: the tightest class gets the smallest weight share,
+    /// `polyphony_model::poor_config`: the tightest class gets the smallest weight share,
     /// every class initcwnd 2 and a 300 kB ECN threshold.
     Poor,
     /// The scenario's `initial`, else equal weights, K = 30 kB, initcwnd 10.

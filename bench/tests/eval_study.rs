@@ -141,7 +141,7 @@ fn poor_start_puts_every_tuner_on_the_demo_poor_configuration() {
     assert_eq!(Study::Ablation.default_start(), Start::Poor);
     assert_eq!(Study::Adaptation.default_start(), Start::Default);
     Start::Poor.apply(&mut planned);
-    let poor = polyphony::demo::poor_config(&planned[0].scenario);
+    let poor = polyphony_model::poor_config(&planned[0].scenario);
     assert_eq!(planned[0].start, poor);
     let mut o = options(1);
     o.study = Study::Ablation;
@@ -177,7 +177,7 @@ fn the_scenario_prefix_selects_the_testbed_files_and_a_missing_one_is_named() {
         phase_iterations: 1,
         interval_s: None,
     };
-    let read = |f: &str| polyphony::network::load_scenario(&scenario_dir().join(f)).expect("shipped scenario loads");
+    let read = |f: &str| polyphony_bench::load_scenario(&scenario_dir().join(f)).expect("shipped scenario loads");
     let testbed = plan(Study::Convergence, &opts("testbed")).expect("testbed plan");
     assert_eq!(testbed.len(), 2);
     assert_eq!(testbed[0].scenario, read("testbed-low.toml"));

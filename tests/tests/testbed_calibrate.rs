@@ -136,7 +136,7 @@ fn calibrate_testbed_slos() {
             "default".into(),
             NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10)),
         ),
-        // polyphony::demo::poor_config of this scenario (tightest class AF11 gets 0.1).
+        // polyphony_model::poor_config of this scenario (tightest class AF11 gets 0.1).
         ("poor".into(), config(&dscps, [0.1, 0.45, 0.45], [300_000; 3], [2; 3])),
         // Where Polyphony settled in the pktsim convergence study (medium, seed 0, last interval).
         (

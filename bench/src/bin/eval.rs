@@ -56,7 +56,7 @@ struct Args {
     /// Tightness levels of the convergence study.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "low,medium,high")]
     tightness: Vec<Tightness>,
-    /// Where every tuner starts: `poor` (polyphony::demo::poor_config) or `default` (equal
+    /// Where every tuner starts: `poor` (polyphony_model::poor_config) or `default` (equal
     /// weights, K = 30 kB, initcwnd 10). Default: poor, except adaptation: default.
     #[arg(long, value_enum)]
     start: Option<Start>,

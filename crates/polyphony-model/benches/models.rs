@@ -9,7 +9,7 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use polyphony_model::{default_cdf_dir, default_config, scenario_input, FlowSim, FlowSimMode, NetworkModel, PktSim};
+use polyphony_model::{default_config, scenario_input, FlowSim, FlowSimMode, NetworkModel, PktSim};
 use polyphony_spec::{Bytes, Nanos, NetworkConfig, Packets, Scenario};
 use std::hint::black_box;
 
@@ -49,7 +49,7 @@ fn batch_of(s: &Scenario, n: usize) -> Vec<NetworkConfig> {
 
 fn reference(c: &mut Criterion) {
     let s = scenario("reference-medium.toml");
-    let input = scenario_input(&s, &default_cdf_dir(), s.interval(), 1).expect("input");
+    let input = scenario_input(&s, s.interval(), 1).expect("input");
     let cfg = vec![default_config(&s)];
     let flows = input.workload.flows.len() as u64;
     let pk = PktSim::default()
@@ -90,7 +90,7 @@ fn reference(c: &mut Criterion) {
 
 fn scale(c: &mut Criterion) {
     let s = polyphony_model::scale_scenario();
-    let input = scenario_input(&s, &default_cdf_dir(), Nanos(10 * Nanos::MILLI.0), 1).expect("input");
+    let input = scenario_input(&s, Nanos(10 * Nanos::MILLI.0), 1).expect("input");
     let cfg = vec![default_config(&s)];
     let pk = PktSim::default()
         .evaluate(&input, &cfg)

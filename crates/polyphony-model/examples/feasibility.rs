@@ -12,7 +12,7 @@ mod common;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use polyphony_model::{default_cdf_dir, scenario_input, NetworkModel, PktSim};
+use polyphony_model::{scenario_input, NetworkModel, PktSim};
 use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, TopologySpec};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -63,7 +63,7 @@ fn main() -> Result<()> {
         .collect();
     configs.push(polyphony_model::default_config(&s));
     let inputs: Vec<_> = (0..a.seeds)
-        .map(|k| scenario_input(&s, &default_cdf_dir(), s.interval(), s.seed + k))
+        .map(|k| scenario_input(&s, s.interval(), s.seed + k))
         .collect::<Result<_, _>>()?;
     let model = PktSim::default();
     let mut scored = Vec::new();

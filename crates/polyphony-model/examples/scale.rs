@@ -8,7 +8,7 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use polyphony_model::{default_cdf_dir, default_config, scale_scenario, scenario_input, FlowSim, NetworkModel, PktSim};
+use polyphony_model::{default_config, scale_scenario, scenario_input, FlowSim, NetworkModel, PktSim};
 use polyphony_spec::Nanos;
 use std::time::Instant;
 
@@ -22,7 +22,7 @@ struct Args {
 fn main() -> Result<()> {
     let a = Args::parse();
     let s = scale_scenario();
-    let input = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(a.seconds), 1)?;
+    let input = scenario_input(&s, Nanos::from_secs_f64(a.seconds), 1)?;
     let cfg = vec![default_config(&s)];
     println!(
         "{:?}; {} flows over {} s of network time",

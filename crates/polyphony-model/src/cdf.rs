@@ -11,12 +11,24 @@
 //! Sizes are positive integers and strictly increase; probabilities lie in (0, 1], never
 //! decrease, and the last one is exactly 1. Sampling is by inverse transform with linear
 //! interpolation of the size between consecutive points; the first point is an atom (all
-//! probability mass up to its probability sits at its size). This module reads only the text it
-//! is handed, or a file named by the caller.
+//! probability mass up to its probability sits at its size).
+//!
+//! The CDFs of `models/cdf/` are compiled into the crate ([`SizeCdf::shipped`]), so the models run
+//! from any directory; this module reads no file. A caller with its own CDF parses its text with
+//! [`SizeCdf::parse`].
 
 use crate::error::ModelError;
 use rand::Rng;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+/// The CDFs shipped in `models/cdf/`, by name, compiled in.
+const SHIPPED: [(&str, &str); 5] = [
+    ("datamining", include_str!("../../../models/cdf/datamining.cdf")),
+    ("meta-cache", include_str!("../../../models/cdf/meta-cache.cdf")),
+    ("meta-hadoop", include_str!("../../../models/cdf/meta-hadoop.cdf")),
+    ("meta-web", include_str!("../../../models/cdf/meta-web.cdf")),
+    ("websearch", include_str!("../../../models/cdf/websearch.cdf")),
+];
 
 /// A validated piecewise-linear flow-size CDF.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,25 +132,24 @@ impl SizeCdf {
         })
     }
 
-    /// Reads and parses a CDF file.
-    pub fn load(path: &Path) -> Result<SizeCdf, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io {
-            path: path.display().to_string(),
-            why: e.to_string(),
-        })?;
-        SizeCdf::parse(&text, &path.display().to_string())
+    /// The names of the shipped CDFs (`models/cdf/<name>.cdf`), sorted.
+    pub fn shipped_names() -> impl Iterator<Item = &'static str> {
+        SHIPPED.iter().map(|(n, _)| *n)
     }
 
-    /// Loads `<dir>/<name>.cdf`; `name` must be a bare name (no directory, no extension).
-    pub fn load_named(dir: &Path, name: &str) -> Result<SizeCdf, ModelError> {
-        if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
-            return Err(ModelError::invalid(
+    /// The shipped CDF called `name` (`models/cdf/<name>.cdf`, compiled in).
+    pub fn shipped(name: &str) -> Result<SizeCdf, ModelError> {
+        match SHIPPED.iter().find(|(n, _)| *n == name) {
+            Some((n, text)) => SizeCdf::parse(text, &format!("models/cdf/{n}.cdf")),
+            None => Err(ModelError::invalid(
                 "size_cdf",
                 name,
-                "name a CDF under models/cdf/ without directory or extension",
-            ));
+                format!(
+                    "name one of the shipped CDFs: {}",
+                    SizeCdf::shipped_names().collect::<Vec<_>>().join(", ")
+                ),
+            )),
         }
-        SizeCdf::load(&dir.join(format!("{name}.cdf")))
     }
 
     /// The CDF's name (the file stem).
@@ -183,11 +194,6 @@ impl SizeCdf {
         let u: f64 = rng.gen();
         (self.quantile(u).round() as u64).max(1)
     }
-}
-
-/// The directory holding the CDF files shipped with the repository (`<workspace>/models/cdf`).
-pub fn default_cdf_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/cdf")
 }
 
 #[cfg(test)]
@@ -253,10 +259,29 @@ mod tests {
     }
 
     #[test]
-    fn shipped_cdfs_all_load() {
-        for n in ["meta-cache", "meta-web", "meta-hadoop", "websearch", "datamining"] {
-            let c = SizeCdf::load_named(&default_cdf_dir(), n).unwrap();
-            assert!(c.mean() > 0.0 && !c.source().is_empty(), "{n}");
+    fn every_cdf_file_in_the_repository_is_shipped_and_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/cdf");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("models/cdf")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cdf"))
+            .map(|p| p.file_stem().expect("stem").to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            SizeCdf::shipped_names().collect::<Vec<_>>(),
+            "compile every models/cdf file in"
+        );
+        for n in files {
+            let c = SizeCdf::shipped(&n).unwrap();
+            assert!(c.mean() > 0.0 && !c.source().is_empty() && c.name() == n, "{n}");
         }
+    }
+
+    #[test]
+    fn an_unknown_cdf_names_the_shipped_ones() {
+        let e = SizeCdf::shipped("websurf").unwrap_err().to_string();
+        assert!(e.contains("websurf") && e.contains("websearch"), "{e}");
     }
 }

@@ -8,7 +8,12 @@
 //!   [`FlowSimMode`] (`PerFlow`, the default, or the faster `Aggregate`).
 //! * [`Topology`] — [`Topology::dumbbell`], [`Topology::leaf_spine`], [`Topology::from_spec`].
 //! * [`SizeCdf`], [`synthesize`] — workloads from `models/cdf/*.cdf`.
-//! * [`simulate`] — a scenario's per-class SLIs under a configuration with either model.
+//! * [`simulate`] — a scenario's per-class SLIs under a configuration with either model;
+//!   [`ModelKind`] names the models.
+//! * [`Traffic`], [`SimulatedNetwork`], [`WindowModel`] — a scenario interval by interval, the
+//!   in-process "live" network, and a model as the controller's `PerformanceModel`.
+//!
+//! The crate reads no file and no clock: CDFs are compiled in or passed by the caller.
 #![warn(missing_docs)]
 
 mod cdf;
@@ -19,14 +24,16 @@ pub mod pktsim;
 mod simulate;
 mod synth;
 mod topology;
+mod window;
 
-pub use cdf::{default_cdf_dir, SizeCdf};
+pub use cdf::SizeCdf;
 pub use error::ModelError;
 pub use flowsim::{FlowSim, FlowSimMode, FlowSimOptions};
 pub use model::{ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
 pub use pktsim::{Marking, PktSim, PktSimOptions};
 pub use simulate::{
-    default_config, scale_scenario, scenario_input, simulate, ModelKind, SimulateReport, SimulateRequest,
+    default_config, poor_config, scale_scenario, scenario_input, simulate, ModelKind, SimulateReport, SimulateRequest,
 };
-pub use synth::{load_at, load_mix_cdfs, synthesize, Locality, SynthesisOptions, TrafficMatrix};
+pub use synth::{load_at, mix_cdfs, synthesize, Locality, SynthesisOptions, TrafficMatrix};
 pub use topology::{Link, Path, Shape, Topology, HEADER_BYTES, MAX_HOPS, MSS};
+pub use window::{pool, Clock, Measurement, ModelContext, SimulatedNetwork, Traffic, WindowModel};

@@ -1,31 +1,34 @@
 //! One call from a scenario to per-class SLIs: synthesise the scenario's workload, build its
 //! topology, run the chosen model under a configuration and report (what `polyphony simulate`
-//! prints). Also [`scenario_input`], the model input the daemon evaluates candidates on.
+//! prints). Also [`scenario_input`], the model input a scenario's synthetic window gives, and
+//! the serde-named [`ModelKind`] every front end selects a model by.
 //!
-//! Reads the CDF files named by the scenario from the caller's directory; nothing else.
+//! Reads no file and no clock: the CDFs are the shipped ones, and the caller times the run.
 
-use crate::cdf::default_cdf_dir;
 use crate::error::ModelError;
 use crate::flowsim::{FlowSim, FlowSimMode};
 use crate::model::{ModelInput, ModelOutput, NetworkModel};
 use crate::pktsim::PktSim;
-use crate::synth::{load_mix_cdfs, synthesize, SynthesisOptions};
+use crate::synth::{mix_cdfs, synthesize, SynthesisOptions};
 use crate::topology::Topology;
 use polyphony_spec::{Bytes, ClassMix, Dscp, Nanos, NetworkConfig, Packets, Scenario, TopologySpec, TrafficClass};
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-/// Which model to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which model to run, by the name configs and command lines use (`"flowsim"`,
+/// `"flowsim-aggregate"`, `"pktsim"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum ModelKind {
-    /// The fast flow-level model, per-flow mode (`FlowSimMode::PerFlow`).
+    /// The fast flow-level model, per-flow mode (`FlowSimMode::PerFlow`): the controller's default.
+    #[default]
+    #[serde(rename = "flowsim")]
     FlowSim,
     /// The fast flow-level model, aggregate mode (`FlowSimMode::Aggregate`: per-class fluid
     /// backlogs; the faster and, on the reference scenario, more accurate mode — docs/models.md).
+    #[serde(rename = "flowsim-aggregate")]
     FlowSimAggregate,
     /// The packet-level simulator.
+    #[serde(rename = "pktsim")]
     PktSim,
 }
 
@@ -43,12 +46,21 @@ impl ModelKind {
             )),
         }
     }
-    /// The model itself.
-    pub fn model(self) -> Box<dyn NetworkModel> {
+    /// `"flowsim"`, `"flowsim-aggregate"` or `"pktsim"`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            ModelKind::FlowSim => Box::new(FlowSim::default()),
-            ModelKind::FlowSimAggregate => Box::new(FlowSim::with_mode(FlowSimMode::Aggregate)),
-            ModelKind::PktSim => Box::new(PktSim::default()),
+            ModelKind::FlowSim => "flowsim",
+            ModelKind::FlowSimAggregate => "flowsim-aggregate",
+            ModelKind::PktSim => "pktsim",
+        }
+    }
+
+    /// The model itself, with its default options.
+    pub fn model(self) -> Arc<dyn NetworkModel> {
+        match self {
+            ModelKind::FlowSim => Arc::new(FlowSim::default()),
+            ModelKind::FlowSimAggregate => Arc::new(FlowSim::with_mode(FlowSimMode::Aggregate)),
+            ModelKind::PktSim => Arc::new(PktSim::default()),
         }
     }
 }
@@ -68,8 +80,6 @@ pub struct SimulateRequest {
     pub warmup: Nanos,
     /// Workload seed (`None`: the scenario's seed).
     pub seed: Option<u64>,
-    /// Where the CDF files live (`None`: the repository's `models/cdf`).
-    pub cdf_dir: Option<PathBuf>,
     /// Keep per-flow outcomes.
     pub keep_flows: bool,
 }
@@ -84,7 +94,6 @@ impl SimulateRequest {
             duration: None,
             warmup: Nanos(0),
             seed: None,
-            cdf_dir: None,
             keep_flows: false,
         }
     }
@@ -101,8 +110,6 @@ pub struct SimulateReport {
     pub config: NetworkConfig,
     /// SLIs and counters.
     pub output: ModelOutput,
-    /// Wall time of the model run (workload synthesis excluded).
-    pub wall: Duration,
 }
 
 /// Equal weights, K = 30 kB, initcwnd 10 for every class of `scenario` (Linux's initial window;
@@ -111,15 +118,36 @@ pub fn default_config(scenario: &Scenario) -> NetworkConfig {
     NetworkConfig::uniform(&scenario.dscps(), Bytes(30_000), Packets(10))
 }
 
-/// The model input for `scenario` over `[0, duration)` drawn with `seed`, CDFs from `cdf_dir`.
-pub fn scenario_input(
-    scenario: &Scenario,
-    cdf_dir: &Path,
-    duration: Nanos,
-    seed: u64,
-) -> Result<ModelInput, ModelError> {
+/// A deliberately poor starting configuration for `scenario`: K = 300 kB and initcwnd 2 for every
+/// class, and the class with the tightest objective starved to weight 0.1 (the rest share 0.9
+/// equally). The demo and the studies start here so that there is something to repair.
+pub fn poor_config(scenario: &Scenario) -> NetworkConfig {
+    let dscps = scenario.dscps();
+    let n = dscps.len();
+    let mut cfg = NetworkConfig::uniform(&dscps, Bytes(300_000), Packets(2));
+    if n >= 2 {
+        let tight = scenario
+            .classes
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.slo.max_slowdown.total_cmp(&b.1.slo.max_slowdown))
+            .map_or(0, |(i, _)| i);
+        let small = 0.1;
+        for (i, c) in cfg.classes.iter_mut().enumerate() {
+            c.weight = if i == tight {
+                small
+            } else {
+                (1.0 - small) / (n - 1) as f64
+            };
+        }
+    }
+    cfg
+}
+
+/// The model input for `scenario` over `[0, duration)` drawn with `seed` from the shipped CDFs.
+pub fn scenario_input(scenario: &Scenario, duration: Nanos, seed: u64) -> Result<ModelInput, ModelError> {
     let topo = Topology::from_spec(&scenario.topology)?;
-    let cdfs = load_mix_cdfs(scenario, cdf_dir)?;
+    let cdfs = mix_cdfs(scenario)?;
     let w = synthesize(scenario, &topo, &cdfs, &SynthesisOptions::new(duration, seed))?;
     let mut input = ModelInput::new(Arc::new(w), Arc::new(topo), scenario.dscps());
     input.seed = seed;
@@ -134,17 +162,10 @@ pub fn simulate(req: &SimulateRequest) -> Result<SimulateReport, ModelError> {
         .clone()
         .or_else(|| s.initial.clone())
         .unwrap_or_else(|| default_config(s));
-    let dir = req.cdf_dir.clone().unwrap_or_else(default_cdf_dir);
-    let mut input = scenario_input(
-        s,
-        &dir,
-        req.duration.unwrap_or(s.interval()),
-        req.seed.unwrap_or(s.seed),
-    )?;
+    let mut input = scenario_input(s, req.duration.unwrap_or(s.interval()), req.seed.unwrap_or(s.seed))?;
     input.measure_from = req.warmup;
     input.keep_flows = req.keep_flows;
     let model = req.model.model();
-    let t0 = Instant::now();
     let out = model
         .evaluate(&input, std::slice::from_ref(&cfg))
         .pop()
@@ -154,7 +175,6 @@ pub fn simulate(req: &SimulateRequest) -> Result<SimulateReport, ModelError> {
         model: model.name(),
         config: cfg,
         output: out,
-        wall: t0.elapsed(),
     })
 }
 
@@ -163,14 +183,8 @@ impl fmt::Display for SimulateReport {
         let st = &self.output.stats;
         writeln!(
             f,
-            "scenario {} · model {} · {} flows ({} measured, {} unfinished) · {} of network time in {:.3} s",
-            self.scenario.name,
-            self.model,
-            st.flows,
-            st.measured,
-            st.unfinished,
-            st.sim_time,
-            self.wall.as_secs_f64()
+            "scenario {} · model {} · {} flows ({} measured, {} unfinished) · {} of network time",
+            self.scenario.name, self.model, st.flows, st.measured, st.unfinished, st.sim_time,
         )?;
         writeln!(
             f,

@@ -15,7 +15,7 @@
 //! * **Determinism.** Each class draws from its own xoshiro256++ stream seeded from
 //!   (seed, class index); the same (scenario, topology, options) give the same workload.
 //!
-//! This module reads nothing itself; CDFs are loaded by the caller (see [`load_mix_cdfs`]).
+//! This module reads nothing itself; the caller passes the CDFs (see [`mix_cdfs`]).
 
 use crate::cdf::SizeCdf;
 use crate::error::ModelError;
@@ -24,7 +24,6 @@ use polyphony_spec::{Bytes, Flow, FlowId, HostId, Nanos, Scenario, Workload};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::path::Path;
 
 /// Where a flow's destination lies relative to its source, for leaf-spine fabrics.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,13 +110,9 @@ impl SynthesisOptions {
     }
 }
 
-/// Loads the CDF of every mix entry of `scenario` from `dir` (`<dir>/<size_cdf>.cdf`), in mix order.
-pub fn load_mix_cdfs(scenario: &Scenario, dir: &Path) -> Result<Vec<SizeCdf>, ModelError> {
-    scenario
-        .mix
-        .iter()
-        .map(|m| SizeCdf::load_named(dir, &m.size_cdf))
-        .collect()
+/// The shipped CDF of every mix entry of `scenario` ([`SizeCdf::shipped`]), in mix order.
+pub fn mix_cdfs(scenario: &Scenario) -> Result<Vec<SizeCdf>, ModelError> {
+    scenario.mix.iter().map(|m| SizeCdf::shipped(&m.size_cdf)).collect()
 }
 
 /// The load of mix entry `i` at time `t` (see the module documentation on phases).
@@ -141,7 +136,7 @@ fn phase_at(scenario: &Scenario, t: Nanos) -> Option<(usize, Nanos)> {
 }
 
 /// Synthesises the workload of `scenario` on `topo` over `opts`' window. `cdfs` holds one CDF
-/// per mix entry, in mix order (see [`load_mix_cdfs`]).
+/// per mix entry, in mix order (see [`mix_cdfs`]).
 pub fn synthesize(
     scenario: &Scenario,
     topo: &Topology,
@@ -265,7 +260,6 @@ fn pick_destination<R: Rng>(topo: &Topology, src: u32, loc: Locality, cluster_ra
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cdf::default_cdf_dir;
     use crate::simulate::three_class_scenario;
     use polyphony_spec::{Dscp, LoadPhase, TopologySpec};
 
@@ -291,7 +285,7 @@ mod tests {
     fn loads_hit_their_targets_and_seed_is_deterministic() {
         let s = scenario(dumbbell());
         let t = Topology::from_spec(&s.topology).unwrap();
-        let cdfs = load_mix_cdfs(&s, &default_cdf_dir()).unwrap();
+        let cdfs = mix_cdfs(&s).unwrap();
         let o = SynthesisOptions::new(Nanos(200 * Nanos::SECOND.0), 3);
         let w = synthesize(&s, &t, &cdfs, &o).unwrap();
         // Heavy tails converge slowly: cache and web within 15 %, Hadoop's 10 MB tail within 40 %.
@@ -321,7 +315,7 @@ mod tests {
             },
         ];
         let t = Topology::from_spec(&s.topology).unwrap();
-        let cdfs = load_mix_cdfs(&s, &default_cdf_dir()).unwrap();
+        let cdfs = mix_cdfs(&s).unwrap();
         let w = synthesize(&s, &t, &cdfs, &SynthesisOptions::new(Nanos(100 * Nanos::SECOND.0), 5)).unwrap();
         let half = Nanos(50 * Nanos::SECOND.0);
         let bytes = |d: Dscp, first: bool| -> f64 {
@@ -342,7 +336,7 @@ mod tests {
         // The scale fabric (32 × 8) with the Meta mix: cache, web, Hadoop.
         let s = scenario(crate::simulate::scale_scenario().topology);
         let t = Topology::from_spec(&s.topology).unwrap();
-        let cdfs = load_mix_cdfs(&s, &default_cdf_dir()).unwrap();
+        let cdfs = mix_cdfs(&s).unwrap();
         let o = SynthesisOptions::new(Nanos(20 * Nanos::MILLI.0), 9);
         let w = synthesize(&s, &t, &cdfs, &o).unwrap();
         let frac_rack = |d: Dscp| {

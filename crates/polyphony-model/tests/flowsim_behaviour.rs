@@ -7,7 +7,7 @@
 //! ranks them.
 
 use polyphony_model::{
-    default_cdf_dir, default_config, scenario_input, FlowSim, FlowSimMode, ModelInput, NetworkModel, PktSim, Topology,
+    default_config, scenario_input, FlowSim, FlowSimMode, ModelInput, NetworkModel, PktSim, Topology,
 };
 use polyphony_spec::{BitsPerSec, Bytes, Dscp, Flow, HostId, Nanos, NetworkConfig, Scenario, Workload};
 use std::sync::Arc;
@@ -167,8 +167,8 @@ fn a_kept_plan_gives_what_a_fresh_model_gives_and_follows_the_input() {
     // workload in a new Arc — and must answer every call exactly as a fresh value (no plan
     // held) does.
     let s = reference_scenario();
-    let a = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(2.0), 1).unwrap();
-    let b = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(2.0), 2).unwrap();
+    let a = scenario_input(&s, Nanos::from_secs_f64(2.0), 1).unwrap();
+    let b = scenario_input(&s, Nanos::from_secs_f64(2.0), 2).unwrap();
     let mut seeded = a.clone();
     seeded.seed = 99;
     let mut later = a.clone();
@@ -211,7 +211,7 @@ fn threads_sharing_one_model_get_what_a_fresh_model_gives() {
     // The controller's adapter splits a batch across threads that call one shared model at
     // once: the first plans, the others wait for that plan.
     let s = reference_scenario();
-    let input = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(2.0), 3).unwrap();
+    let input = scenario_input(&s, Nanos::from_secs_f64(2.0), 3).unwrap();
     let configs = reference_configs(&s);
     for m in models() {
         let want = FlowSim::new(m.options).evaluate(&input, &configs);
@@ -283,7 +283,7 @@ fn ranks_a_class_weight_sweep_like_pktsim() {
     // controller needs; 1 is the same order). Above ≈ 0.6 both flowsim modes stop improving
     // AF11's tail while pktsim still does (docs/models.md, known limits).
     let s = reference_scenario();
-    let input = scenario_input(&s, &default_cdf_dir(), Nanos::from_secs_f64(4.0), 1).unwrap();
+    let input = scenario_input(&s, Nanos::from_secs_f64(4.0), 1).unwrap();
     let configs: Vec<NetworkConfig> = [0.1, 0.2, 0.3, 0.4, 0.5]
         .iter()
         .map(|&w| {

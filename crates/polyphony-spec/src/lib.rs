@@ -5,8 +5,9 @@
 //! objectives ([`TrafficClass`], [`Slo`]), the knob space and a physical network configuration
 //! ([`KnobSpace`], [`NetworkConfig`]), flows and workloads ([`Flow`], [`Workload`]), the
 //! measured or predicted service-level indicators ([`ClassSli`], [`SliVector`]), the one shared
-//! definition of an ideal (unloaded) flow-completion time ([`IdealFct`]) and scenarios
-//! ([`Scenario`]).
+//! definition of an ideal (unloaded) flow-completion time ([`IdealFct`]), scenarios
+//! ([`Scenario`]) and the contract between the controller and a network model
+//! ([`PerformanceModel`]).
 //!
 //! This crate holds data and the rules that make data valid; it performs no I/O. Parsing
 //! helpers take strings, so the caller decides where the bytes come from.
@@ -17,6 +18,7 @@ mod config;
 mod error;
 mod flow;
 mod knobs;
+mod predict;
 mod scenario;
 mod sli;
 mod units;
@@ -26,6 +28,7 @@ pub use config::{ClassConfig, NetworkConfig};
 pub use error::SpecError;
 pub use flow::{Flow, FlowId, HostId, Workload};
 pub use knobs::{KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
+pub use predict::{ModelError, PerformanceModel};
 pub use scenario::{ClassMix, LoadPhase, Scenario, TopologySpec};
 pub use sli::{percentile, ClassSli, FlowOutcome, IdealFct, SliVector};
 pub use units::{BitsPerSec, Bytes, Nanos, Packets};

@@ -70,32 +70,9 @@ impl Mode {
     }
 }
 
-/// Which network model the controller uses as its fast model f.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelKind {
-    /// The flow-level model in its per-flow mode (fast; the controller's default).
-    #[default]
-    Flowsim,
-    /// The flow-level model in its aggregate mode (`kind = "flowsim-aggregate"`): 12–16×
-    /// faster than the per-flow mode and more accurate on the reference scenario
-    /// (docs/models.md); not yet the default because the committed studies ran per-flow.
-    #[serde(rename = "flowsim-aggregate")]
-    FlowsimAggregate,
-    /// The packet-level simulator (slow; accurate).
-    Pktsim,
-}
-
-impl ModelKind {
-    /// `"flowsim"`, `"flowsim-aggregate"` or `"pktsim"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModelKind::Flowsim => "flowsim",
-            ModelKind::FlowsimAggregate => "flowsim-aggregate",
-            ModelKind::Pktsim => "pktsim",
-        }
-    }
-}
+/// Which network model the controller uses as its fast model f (`kind = "flowsim"`, the
+/// default; `"flowsim-aggregate"`; `"pktsim"`).
+pub use polyphony_model::ModelKind;
 
 /// `[model]`: the controller's model and how its candidates are evaluated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,7 +89,7 @@ pub struct ModelSection {
 impl Default for ModelSection {
     fn default() -> Self {
         ModelSection {
-            kind: ModelKind::Flowsim,
+            kind: ModelKind::FlowSim,
             threads: 0,
         }
     }
@@ -869,7 +846,7 @@ mod tests {
     #[test]
     fn the_aggregate_flowsim_is_chosen_by_name_and_a_misspelt_model_is_refused() {
         let m: ModelSection = toml::from_str("kind = \"flowsim-aggregate\"").expect("valid");
-        assert_eq!(m.kind, ModelKind::FlowsimAggregate);
+        assert_eq!(m.kind, ModelKind::FlowSimAggregate);
         assert_eq!(m.kind.as_str(), "flowsim-aggregate");
         let e = toml::from_str::<ModelSection>("kind = \"aggregate\"").expect_err("unknown model");
         let e = e.to_string();

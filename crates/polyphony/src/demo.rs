@@ -6,46 +6,19 @@
 //! plot. Writes only the plot and the optional JSON-lines file.
 
 use crate::cli::DemoArgs;
-use crate::config::ModelKind;
-use crate::model_adapter::{network_model, pool, WindowModel};
-use crate::network::{demo_scenario, load_scenario, SimulatedNetwork, Traffic};
+use crate::network::{demo_scenario, load_scenario, model_clock};
 use crate::plot::{self, ClassSeries};
 use crate::Failure;
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use polyphony_core::{convergence_iteration, run_metrics, Controller, ControllerParams, Observation, Variant};
-use polyphony_spec::{Bytes, KnobSpace, NetworkConfig, Packets, Scenario, SliVector};
+use polyphony_model::{pool, poor_config, ModelKind, SimulatedNetwork, Traffic, WindowModel};
+use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, SliVector};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// Consecutive compliant iterations that count as converged (DESIGN.md, paper §8.1).
 pub const CONVERGENCE_K: usize = 3;
-
-/// The deliberately poor starting point: the class with the tightest SLO gets the smallest
-/// weight share (the floor plus a little), the others split the rest; every class gets the
-/// smallest initial window (2 packets) and a deep ECN threshold (300 kB, so queues grow long).
-pub fn poor_config(scenario: &Scenario) -> NetworkConfig {
-    let dscps = scenario.dscps();
-    let n = dscps.len();
-    let mut cfg = NetworkConfig::uniform(&dscps, Bytes(300_000), Packets(2));
-    if n >= 2 {
-        let tight = scenario
-            .classes
-            .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.slo.max_slowdown.total_cmp(&b.1.slo.max_slowdown))
-            .map_or(0, |(i, _)| i);
-        let small = 0.1;
-        for (i, c) in cfg.classes.iter_mut().enumerate() {
-            c.weight = if i == tight {
-                small
-            } else {
-                (1.0 - small) / (n - 1) as f64
-            };
-        }
-    }
-    cfg
-}
 
 /// One iteration of the demo, as printed and as written to `--json`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -110,7 +83,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     let start = poor_config(scenario);
     let mut controller = Controller::new(&scenario.classes, &space, start.clone(), params, Variant::FULL)
         .map_err(|e| anyhow!("controller: {e}"))?;
-    let flowsim = network_model(ModelKind::Flowsim);
+    let flowsim = ModelKind::default().model();
     let threads = pool(0);
     let mut out = std::io::stdout().lock();
     let mut json = match &args.json {
@@ -190,7 +163,8 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             traffic.context.clone(),
             m.workload.clone(),
             threads.clone(),
-        );
+        )
+        .with_clock(model_clock());
         let proposal = controller
             .propose(&model)
             .map_err(|e| anyhow!("iteration {}: propose: {e}", t + 1))?;

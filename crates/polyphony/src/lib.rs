@@ -12,7 +12,6 @@ pub mod demo;
 pub mod font;
 pub mod http;
 pub mod metrics;
-pub mod model_adapter;
 pub mod network;
 pub mod plot;
 pub mod prom_query;

@@ -9,12 +9,11 @@ use crate::actuation;
 use crate::cli::RecommendArgs;
 use crate::config::{DaemonConfig, LoadedConfig, WorkloadSource};
 use crate::demo::describe;
-use crate::model_adapter::{network_model, pool, WindowModel};
-use crate::network::{ModelContext, Traffic};
 use crate::state::{PersistedState, StateDir};
 use crate::Failure;
 use anyhow::{anyhow, Context};
 use polyphony_core::{Controller, Observation, ResidualSpace, Variant};
+use polyphony_model::{pool, ModelContext, Traffic, WindowModel};
 use polyphony_spec::{NetworkConfig, SliVector, Workload};
 use serde::Deserialize;
 use std::path::Path;
@@ -136,13 +135,8 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         Some(p) => read_workload(p)?,
         None => config_window(&loaded, iteration).map_err(Failure::Runtime)?,
     };
-    let context = ModelContext::new(&c.topology, c.dscps()).map_err(Failure::Runtime)?;
-    let model = WindowModel::new(
-        network_model(c.model.kind),
-        context,
-        Arc::new(workload),
-        pool(c.model.threads),
-    );
+    let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
+    let model = WindowModel::new(c.model.kind.model(), context, Arc::new(workload), pool(c.model.threads));
     let p = controller
         .propose(&model)
         .map_err(|e| Failure::Runtime(anyhow!("the controller could not propose: {e}")))?;
@@ -217,7 +211,7 @@ fn config_window(loaded: &LoadedConfig, iteration: u64) -> anyhow::Result<Worklo
     match &loaded.config.workload {
         WorkloadSource::Scenario { .. } => {
             let s = loaded.scenario.clone().ok_or_else(|| anyhow!("the scenario was not loaded"))?;
-            Traffic::new(s)?.interval_workload(iteration, loaded.config.controller.seed)
+            Ok(Traffic::new(s)?.interval_workload(iteration, loaded.config.controller.seed)?)
         }
         WorkloadSource::Trace { path } => {
             let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;

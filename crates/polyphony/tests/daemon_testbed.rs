@@ -133,7 +133,7 @@ gp_min_samples = 2
 {extra}
 
 {classes}
-# Deliberately poor (polyphony::demo::poor_config): the tightest class gets the smallest share,
+# Deliberately poor (polyphony_model::poor_config): the tightest class gets the smallest share,
 # tiny initial windows, deep ECN thresholds.
 [initial]
 classes = [
@@ -172,7 +172,7 @@ max_objective = 1000000.0
         state = state.display(),
         scenario = scenario.display(),
         classes = classes_and_topology(sc),
-        initial = polyphony::demo::poor_config(sc)
+        initial = polyphony_model::poor_config(sc)
             .classes
             .iter()
             .map(|c| format!(

@@ -44,7 +44,7 @@ pub fn scenario(name: &str) -> Scenario {
 /// The scenario's workload over `secs` seconds, synthesised by polyphony-model.
 pub fn workload(sc: &Scenario, secs: f64, seed: u64) -> Workload {
     let topo = polyphony_model::Topology::from_spec(&sc.topology).expect("topology");
-    let cdfs = polyphony_model::load_mix_cdfs(sc, &polyphony_model::default_cdf_dir()).expect("CDFs");
+    let cdfs = polyphony_model::mix_cdfs(sc).expect("CDFs");
     let opts = polyphony_model::SynthesisOptions::new(Nanos::from_secs_f64(secs), seed);
     polyphony_model::synthesize(sc, &topo, &cdfs, &opts).expect("synthesis")
 }

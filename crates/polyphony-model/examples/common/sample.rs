@@ -3,7 +3,7 @@
 //! configurations drawn from the scenario's default knob space.
 
 use anyhow::{Context, Result};
-use polyphony_model::{default_cdf_dir, scenario_input, ModelInput};
+use polyphony_model::{scenario_input, ModelInput};
 use polyphony_spec::{KnobSpace, Nanos, NetworkConfig, Scenario, TopologySpec};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -60,7 +60,7 @@ impl SampleArgs {
             .map(|_| super::random_config(&dscps, &space, &mut rng))
             .collect();
         let duration = self.duration.map_or(scenario.interval(), Nanos::from_secs_f64);
-        let input = scenario_input(&scenario, &default_cdf_dir(), duration, self.seed)?;
+        let input = scenario_input(&scenario, duration, self.seed)?;
         Ok(Sample {
             scenario,
             configs,

@@ -16,7 +16,7 @@
 //! an input differing in any of them is planned afresh. `keep_flows` does not enter a plan.
 //!
 //! **Threads.** The model is `Sync` and is called from several threads at once with parts of one
-//! batch (`polyphony::model_adapter::WindowModel`): the first caller plans while holding the
+//! batch (`polyphony_model::WindowModel`): the first caller plans while holding the
 //! lock, the others wait and then share the plan; the aggregate part is built once on first
 //! use (`OnceLock`). Only complete plans are stored: a plan is built before the stored one is
 //! replaced, so a panic while planning leaves the previous plan in place, never a half-written

@@ -19,13 +19,13 @@ use crate::cli::DaemonArgs;
 use crate::config::{read_token, DaemonConfig, LoadedConfig, Mode};
 use crate::http::{router, ApiCommand, ApiState, Snapshot, WindowReport};
 use crate::metrics::Metrics;
-use crate::model_adapter::{network_model, pool, WindowModel};
-use crate::network::ModelContext;
+use crate::network::model_clock;
 use crate::state::{Action, ClassRecord, IterationRecord, PersistedState, Skip, StateDir, FORMAT_VERSION};
 use crate::Failure;
 use anyhow::{anyhow, Context, Result};
 use polyphony_actuator::Composite;
 use polyphony_core::{Controller, Observation, Variant};
+use polyphony_model::{pool, ModelContext, WindowModel};
 use polyphony_spec::{NetworkConfig, SliVector, Workload};
 use sources::Sources;
 use std::sync::{Arc, RwLock};
@@ -417,12 +417,15 @@ impl Daemon {
             self.state.regime_shifts += 1;
             self.metrics.regime_shifts.inc();
         }
-        let model = Arc::new(WindowModel::new(
-            network_model(c.model.kind),
-            self.context.clone(),
-            got.workload.clone(),
-            self.pool.clone(),
-        ));
+        let model = Arc::new(
+            WindowModel::new(
+                c.model.kind.model(),
+                self.context.clone(),
+                got.workload.clone(),
+                self.pool.clone(),
+            )
+            .with_clock(model_clock()),
+        );
         let m2 = model.clone();
         let (ctl, proposal) = tokio::task::spawn_blocking(move || {
             let p = ctl.propose(m2.as_ref());

@@ -14,10 +14,10 @@
 
 use super::feed::{Feed, LeftOut};
 use crate::config::{DaemonConfig, LoadedConfig, ResolvedQueries, SliSource, WorkloadSource};
-use crate::network::{SimulatedNetwork, Traffic};
 use crate::prom_query::query_one;
 use anyhow::{anyhow, bail, Context, Result};
 use polyphony_model::Topology;
+use polyphony_model::{SimulatedNetwork, Traffic};
 use polyphony_spec::{ClassSli, Dscp, Nanos, NetworkConfig, SliVector, Workload};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;

@@ -1,0 +1,329 @@
+//! A scenario's network as the controller sees it, interval by interval: the traffic of each
+//! measurement interval ([`Traffic`]), the in-process "live" network that replays an interval
+//! through pktsim under the configuration in force ([`SimulatedNetwork`]), and the bridge from a
+//! [`NetworkModel`] to the controller's [`PerformanceModel`] ([`WindowModel`]: a batch of
+//! candidate configurations scored on one workload window with common random numbers, split
+//! across a rayon pool).
+//!
+//! No file and no clock: the CDFs are the shipped ones, and a caller that wants the model's
+//! time passes its own clock ([`WindowModel::with_clock`]).
+
+use crate::error::ModelError;
+use crate::model::{ModelInput, NetworkModel};
+use crate::pktsim::PktSim;
+use crate::synth::{mix_cdfs, synthesize, SynthesisOptions};
+use crate::topology::Topology;
+use crate::SizeCdf;
+use polyphony_spec::{Dscp, Nanos, NetworkConfig, PerformanceModel, Scenario, SliVector, TopologySpec, Workload};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What a model needs besides the workload: the topology and the classes in objective order.
+#[derive(Debug, Clone)]
+pub struct ModelContext {
+    /// The network.
+    pub topology: Arc<Topology>,
+    /// The classes, in the order of the controller's objective.
+    pub classes: Vec<Dscp>,
+}
+
+impl ModelContext {
+    /// The context of a topology description and classes.
+    pub fn new(spec: &TopologySpec, classes: Vec<Dscp>) -> Result<ModelContext, ModelError> {
+        let topology = Arc::new(Topology::from_spec(spec)?);
+        Ok(ModelContext { topology, classes })
+    }
+
+    /// A model input over `workload` measuring flows after a warm-up of a tenth of its span.
+    pub fn input(&self, workload: Arc<Workload>, seed: u64) -> ModelInput {
+        let warm = Nanos(workload.duration.0 / 10);
+        let mut input = ModelInput::new(workload, self.topology.clone(), self.classes.clone());
+        input.measure_from = warm;
+        input.seed = seed;
+        input
+    }
+}
+
+/// A scenario made ready to generate traffic: topology, CDFs, classes.
+#[derive(Debug, Clone)]
+pub struct Traffic {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Its topology and classes.
+    pub context: ModelContext,
+    cdfs: Vec<SizeCdf>,
+}
+
+impl Traffic {
+    /// Prepares a scenario with the shipped CDFs its mix names.
+    pub fn new(scenario: Scenario) -> Result<Traffic, ModelError> {
+        let cdfs = mix_cdfs(&scenario)?;
+        Traffic::with_cdfs(scenario, cdfs)
+    }
+
+    /// Prepares a scenario with the caller's CDFs, one per mix entry in mix order.
+    pub fn with_cdfs(scenario: Scenario, cdfs: Vec<SizeCdf>) -> Result<Traffic, ModelError> {
+        if cdfs.len() != scenario.mix.len() {
+            return Err(ModelError::invalid(
+                "cdfs",
+                cdfs.len(),
+                format!(
+                    "give one CDF per mix entry of scenario {:?} ({})",
+                    scenario.name,
+                    scenario.mix.len()
+                ),
+            ));
+        }
+        let context = ModelContext::new(&scenario.topology, scenario.dscps())?;
+        Ok(Traffic {
+            scenario,
+            context,
+            cdfs,
+        })
+    }
+
+    /// The CDFs, one per mix entry.
+    pub fn cdfs(&self) -> &[SizeCdf] {
+        &self.cdfs
+    }
+
+    /// The workload of measurement interval `index` (0-based): the scenario's interval length,
+    /// starting at `index · interval` (so load phases advance), drawn with a seed derived from
+    /// the scenario's seed, `seed` and the index, and shifted to start at time 0.
+    pub fn interval_workload(&self, index: u64, seed: u64) -> Result<Workload, ModelError> {
+        let len = self.scenario.interval();
+        let mut opts = SynthesisOptions::new(len, mix(self.scenario.seed ^ mix(seed) ^ mix(index + 1)));
+        opts.start = Nanos(len.0.saturating_mul(index));
+        let w = synthesize(&self.scenario, &self.context.topology, &self.cdfs, &opts)?;
+        Ok(rebase(w, opts.start))
+    }
+}
+
+/// Shifts a window's flows so the window starts at time 0 (models replay windows from 0).
+fn rebase(mut w: Workload, start: Nanos) -> Workload {
+    if start.0 == 0 {
+        return w;
+    }
+    for f in &mut w.flows {
+        f.start = Nanos(f.start.0.saturating_sub(start.0));
+    }
+    w.duration = Nanos(w.duration.0.saturating_sub(start.0));
+    w
+}
+
+/// SplitMix64 finaliser: decorrelates seeds.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The in-process "live" network: each interval, a fresh workload sample of the scenario is
+/// replayed through pktsim under the configuration in force. What it returns is what a real
+/// deployment measures: the SLIs of the interval and the workload window Workfeed captured.
+#[derive(Debug, Clone)]
+pub struct SimulatedNetwork {
+    traffic: Traffic,
+    sim: PktSim,
+    seed: u64,
+}
+
+/// One interval of the simulated network.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    /// Per-class SLIs.
+    pub sli: SliVector,
+    /// The flows of the interval.
+    pub workload: Arc<Workload>,
+}
+
+impl SimulatedNetwork {
+    /// A simulated network for `traffic`; `seed` varies the traffic samples.
+    pub fn new(traffic: Traffic, seed: u64) -> SimulatedNetwork {
+        SimulatedNetwork {
+            traffic,
+            sim: PktSim::default(),
+            seed,
+        }
+    }
+
+    /// The traffic description.
+    pub fn traffic(&self) -> &Traffic {
+        &self.traffic
+    }
+
+    /// Runs interval `index` under `config`.
+    pub fn measure(&self, index: u64, config: &NetworkConfig) -> Result<Measurement, ModelError> {
+        let workload = Arc::new(self.traffic.interval_workload(index, self.seed)?);
+        let input = self.traffic.context.input(workload.clone(), self.seed ^ index);
+        let out = self
+            .sim
+            .evaluate(&input, std::slice::from_ref(config))
+            .pop()
+            .unwrap_or_else(|| Err(ModelError::invalid("configs", 1, "pktsim returned no result")))?;
+        Ok(Measurement { sli: out.sli, workload })
+    }
+}
+
+/// A rayon pool with `threads` threads (0 = one per core).
+pub fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
+    let b = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("model-{i}"));
+    // Building a pool fails only when threads cannot be spawned; fall back to a single thread.
+    Arc::new(b.build().unwrap_or_else(|_| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start even one model thread: {e}"))
+    }))
+}
+
+/// A monotonic clock in nanoseconds, supplied by a caller that wants the model's time.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// A [`PerformanceModel`] over one workload window.
+pub struct WindowModel {
+    model: Arc<dyn NetworkModel>,
+    context: ModelContext,
+    workload: Arc<Workload>,
+    pool: Arc<rayon::ThreadPool>,
+    clock: Option<Clock>,
+    nanos: AtomicU64,
+    calls: AtomicU64,
+}
+
+impl WindowModel {
+    /// A model of `context`'s network replaying `workload`.
+    pub fn new(
+        model: Arc<dyn NetworkModel>,
+        context: ModelContext,
+        workload: Arc<Workload>,
+        pool: Arc<rayon::ThreadPool>,
+    ) -> WindowModel {
+        WindowModel {
+            model,
+            context,
+            workload,
+            pool,
+            clock: None,
+            nanos: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// Accumulates the time spent in `predict`, read with `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> WindowModel {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Time spent in `predict` so far, seconds (0 without a clock).
+    pub fn seconds(&self) -> f64 {
+        self.nanos.load(Ordering::Relaxed) as f64 * 1e-9
+    }
+
+    /// Configurations scored so far.
+    pub fn evaluations(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+impl PerformanceModel for WindowModel {
+    fn predict(&self, configs: &[NetworkConfig], crn_seed: u64) -> Result<Vec<SliVector>, polyphony_spec::ModelError> {
+        let t0 = self.clock.as_ref().map(|c| c());
+        let input = self.context.input(self.workload.clone(), crn_seed);
+        let threads = self.pool.current_num_threads().max(1);
+        let chunk = configs.len().div_ceil(threads).max(1);
+        let results: Vec<_> = self.pool.install(|| {
+            configs
+                .par_chunks(chunk)
+                .flat_map_iter(|c| self.model.evaluate(&input, c))
+                .collect()
+        });
+        if let (Some(c), Some(t0)) = (&self.clock, t0) {
+            self.nanos.fetch_add(c().saturating_sub(t0), Ordering::Relaxed);
+        }
+        self.calls.fetch_add(configs.len() as u64, Ordering::Relaxed);
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.map(|o| o.sli)
+                    .map_err(|e| polyphony_spec::ModelError(format!("{} on candidate {i}: {e}", self.model.name())))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flowsim::{FlowSim, FlowSimMode};
+    use crate::simulate::{poor_config, ModelKind};
+
+    fn window() -> (Traffic, Arc<Workload>) {
+        let text = include_str!("../../../configs/scenarios/reference-medium.toml");
+        let scenario = Scenario::from_toml(text, "reference-medium.toml").expect("reference scenario");
+        let traffic = Traffic::new(scenario).expect("traffic");
+        let w = Arc::new(traffic.interval_workload(0, 3).expect("workload"));
+        (traffic, w)
+    }
+
+    #[test]
+    fn the_configured_model_kind_is_the_model_that_scores_the_candidates() {
+        let (traffic, w) = window();
+        let uniform = NetworkConfig::uniform(
+            &traffic.scenario.dscps(),
+            polyphony_spec::Bytes(30_000),
+            polyphony_spec::Packets(10),
+        );
+        let configs = [uniform, poor_config(&traffic.scenario)];
+        let scored = |kind: ModelKind| {
+            WindowModel::new(kind.model(), traffic.context.clone(), w.clone(), pool(1))
+                .predict(&configs, 5)
+                .expect("model SLIs")
+        };
+        let direct = |mode| {
+            let input: ModelInput = traffic.context.input(w.clone(), 5);
+            FlowSim::with_mode(mode)
+                .evaluate(&input, &configs)
+                .into_iter()
+                .map(|r| r.expect("SLIs").sli)
+                .collect::<Vec<_>>()
+        };
+        let aggregate = scored(ModelKind::FlowSimAggregate);
+        assert_eq!(aggregate, direct(FlowSimMode::Aggregate));
+        assert_eq!(scored(ModelKind::FlowSim), direct(FlowSimMode::PerFlow));
+        assert_ne!(
+            aggregate,
+            scored(ModelKind::FlowSim),
+            "the two modes are different models"
+        );
+    }
+
+    #[test]
+    fn a_wrong_number_of_cdfs_is_an_error_naming_the_scenario() {
+        let (traffic, _) = window();
+        let e = Traffic::with_cdfs(traffic.scenario.clone(), vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&traffic.scenario.name), "{e}");
+    }
+
+    #[test]
+    fn intervals_start_at_zero_and_differ() {
+        let (traffic, _) = window();
+        let a = traffic.interval_workload(0, 1).expect("interval 0");
+        let b = traffic.interval_workload(1, 1).expect("interval 1");
+        assert!(a
+            .flows
+            .iter()
+            .chain(&b.flows)
+            .all(|f| f.start.0 < a.duration.0.max(b.duration.0)));
+        assert_ne!(a.flows.len(), 0);
+        assert_ne!(a.flows.first().map(|f| f.start), b.flows.first().map(|f| f.start));
+    }
+}
