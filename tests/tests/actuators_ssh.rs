@@ -1,24 +1,23 @@
-//! End-to-end test of the switch-CLI actuator in its linux-tc dialect through a real sshd
+//! End-to-end test of the tc actuator driving a Linux switch over SSH through a real sshd
 //! started in the switch namespace (fixture `actuators_fixture`, prefix `ppa6`).
 
 mod actuators_fixture;
 
 use actuators_fixture::sshd::Sshd;
 use actuators_fixture::{initial_config, must, root_or_skip, same_config, Bed, FaultRunner};
-use polyphony_actuator::{ActuatorError, SshConfig};
-use polyphony_actuator_switch_cli::{switch_actuator_with, SwitchConfig};
-use polyphony_actuator_tc::{EcnMode, TcConfig};
+use polyphony_actuator::{Actuator, ActuatorError, SshConfig};
+use polyphony_actuator_tc::{tc_over_ssh_with, EcnMode, TcConfig, TcOverSsh};
 use polyphony_spec::Bytes;
 use std::sync::Arc;
 
-fn switch_config(bed: &Bed, sshd: &Sshd, known_hosts: std::path::PathBuf) -> SwitchConfig {
+fn switch_config(bed: &Bed, sshd: &Sshd, known_hosts: std::path::PathBuf) -> TcOverSsh {
     let mut tc = TcConfig::new(None, "rx", actuators_fixture::LINK);
     tc.ecn = EcnMode::Auto;
     tc.ecn_map_pin = Some(bed.pin().into());
     tc.manage_buffers = false; // a switch CLI sets weights and ECN thresholds
     tc.tc = "/usr/sbin/tc".into();
     tc.bpftool = "/usr/sbin/bpftool".into();
-    SwitchConfig::LinuxTc {
+    TcOverSsh {
         ssh: SshConfig {
             host: sshd.addr.clone(),
             user: "root".into(),
@@ -42,7 +41,7 @@ fn switch_cli_linux_tc_changes_weights_through_sshd() {
     let sshd = Sshd::start(&bed.ns("sw"), "198.18.100.1", &bed.ns("rx"));
     println!("sshd pid {}", sshd.pid());
     let runner = Arc::new(FaultRunner::recording());
-    let mut sw = switch_actuator_with(switch_config(&bed, &sshd, sshd.known_hosts.clone()), runner.clone())
+    let mut sw = tc_over_ssh_with(switch_config(&bed, &sshd, sshd.known_hosts.clone()), runner.clone())
         .expect("build the switch actuator (runs the red probe over SSH)");
     assert_eq!(sw.name(), "switch");
     let initial = initial_config();
@@ -107,7 +106,7 @@ fn switch_cli_refuses_an_unknown_host_key() {
     std::fs::write(&wrong, format!("198.18.100.1 {other_pub}")).expect("write");
     let before = bed.snapshot();
     let runner = Arc::new(FaultRunner::recording());
-    let err = match switch_actuator_with(switch_config(&bed, &sshd, wrong), runner) {
+    let err = match tc_over_ssh_with(switch_config(&bed, &sshd, wrong), runner) {
         Ok(_) => panic!("connected despite a wrong host key"),
         Err(e) => e,
     };

@@ -19,6 +19,7 @@ mod command;
 mod composite;
 mod engine;
 mod error;
+pub mod golden;
 mod partial;
 mod plan;
 mod runner;

@@ -2,13 +2,14 @@
 //!
 //! ```toml
 //! [actuators.switch]
-//! dialect = "linux-tc"
-//! ssh = { host = "198.18.100.1", identity = "/etc/polyphony/id_ed25519", known_hosts = "/etc/polyphony/known_hosts" }
-//! tc = { device = "rx", link_rate = 100000000, ecn_map_pin = "/sys/fs/bpf/polyphony/pp/ecn_thresh_ns" }
+//! dialect = "dell-os9"
+//! ssh = { host = "s4048", identity = "/etc/polyphony/id_ed25519", known_hosts = "/etc/polyphony/known_hosts" }
+//! ports = ["TenGigabitEthernet 1/48"]
+//! queues = [{ dscp = 10, queue = 1 }, { dscp = 18, queue = 2 }]
+//! link_rate = 10000000000
 //! ```
 
 use polyphony_actuator::SshConfig;
-use polyphony_actuator_tc::TcConfig;
 use polyphony_spec::{BitsPerSec, Dscp};
 use serde::{Deserialize, Serialize};
 
@@ -16,13 +17,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "dialect", rename_all = "kebab-case")]
 pub enum SwitchConfig {
-    /// A Linux switch driven with tc over SSH.
-    LinuxTc {
-        /// How to reach it.
-        ssh: SshConfig,
-        /// The tc tree on the switch (namespace, device, link rate, threshold map).
-        tc: TcConfig,
-    },
     /// Dell Networking OS9 (FTOS).
     DellOs9(VendorConfig),
     /// SONiC.
@@ -33,7 +27,6 @@ impl SwitchConfig {
     /// Per-command timeout in milliseconds.
     pub fn timeout_ms(&self) -> u64 {
         match self {
-            SwitchConfig::LinuxTc { tc, .. } => tc.timeout_ms,
             SwitchConfig::DellOs9(v) | SwitchConfig::Sonic(v) => v.timeout_ms,
         }
     }
@@ -89,13 +82,6 @@ mod tests {
 
     #[test]
     fn dialects_parse_from_toml() {
-        let lt: SwitchConfig = toml::from_str(
-            r#"dialect = "linux-tc"
-ssh = { host = "198.18.100.1", identity = "/k", known_hosts = "/h" }
-tc = { device = "rx", link_rate = 100000000, ecn_map_pin = "/sys/fs/bpf/polyphony/pp/ecn_thresh_ns" }"#,
-        )
-        .unwrap();
-        assert!(matches!(lt, SwitchConfig::LinuxTc { .. }));
         let os9: SwitchConfig = toml::from_str(
             r#"dialect = "dell-os9"
 ports = ["TenGigabitEthernet 1/48"]

@@ -1,9 +1,8 @@
 //! Actuator that renders and applies per-queue scheduling weights and WRED/ECN thresholds
 //! through switch CLIs over SSH.
 //!
-//! Dialects ([`SwitchConfig`]):
-//! - `linux-tc`: a Linux switch (the namespace testbed's `P-sw`, or any Linux box) driven with
-//!   the tc actuator's own commands, each run through SSH; read back through the same path.
+//! Dialects ([`SwitchConfig`]; a Linux switch is driven by the tc actuator over SSH instead,
+//! `polyphony_actuator_tc::tc_over_ssh`):
 //! - `dell-os9`: Dell Networking OS9 (FTOS), e.g. the S4048-ON of the paper: one
 //!   `qos-policy-output` per queue with `bandwidth-percentage`, one `wred-profile` per queue with
 //!   `threshold min K max K+1 max-drop-rate 100` and `wred ecn`; read back from
@@ -30,7 +29,6 @@ pub use sonic::Sonic;
 pub use vendor::VendorBackend;
 
 use polyphony_actuator::{Actuator, ActuatorError, Engine, Runner, SshTransport, SystemRunner, Transport};
-use polyphony_actuator_tc::tc_actuator_with;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,13 +44,6 @@ pub fn switch_actuator_with(
     runner: Arc<dyn Runner>,
 ) -> Result<Box<dyn Actuator + Send>, ActuatorError> {
     Ok(match cfg {
-        SwitchConfig::LinuxTc { ssh, mut tc } => {
-            if tc.name == "tc" {
-                tc.name = "switch".into();
-            }
-            let transport: Arc<dyn Transport> = Arc::new(SshTransport::new(ssh));
-            Box::new(tc_actuator_with(tc, transport, runner)?)
-        }
         SwitchConfig::DellOs9(v) => {
             let transport: Arc<dyn Transport> = Arc::new(SshTransport::new(v.ssh.clone()));
             Box::new(Engine::new(VendorBackend::new(v, DellOs9, transport)?, runner))

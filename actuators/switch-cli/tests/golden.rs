@@ -5,21 +5,12 @@
 
 mod common;
 
-use common::{ssh, vendor};
-use polyphony_actuator::{Command, Output, RunError, Runner};
+use common::vendor;
+use polyphony_actuator::golden::{assert_golden, NoCommands};
 use polyphony_actuator_switch_cli::{switch_actuator_with, DellOs9, Sonic, SwitchConfig, VendorBackend};
-use polyphony_actuator_tc::{EcnMode, TcConfig};
-use polyphony_spec::{BitsPerSec, Bytes, Dscp, NetworkConfig, Packets};
-use std::path::PathBuf;
+use polyphony_spec::{Bytes, Dscp, NetworkConfig, Packets};
+use std::path::Path;
 use std::sync::Arc;
-
-/// Planning must not run anything: this runner fails the test if asked to.
-struct NoCommands;
-impl Runner for NoCommands {
-    fn run(&self, cmd: &Command) -> Result<Output, RunError> {
-        panic!("planning ran a command: {cmd}");
-    }
-}
 
 fn from_to() -> (NetworkConfig, NetworkConfig) {
     let dscps = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
@@ -37,18 +28,10 @@ fn from_to() -> (NetworkConfig, NetworkConfig) {
 }
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).expect("write golden file");
-        return;
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1 to create it", path.display()));
-    assert_eq!(
-        actual, want,
-        "rendering of {name} changed; review and regenerate with UPDATE_GOLDEN=1"
+    assert_golden(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),
+        name,
+        actual,
     );
 }
 
@@ -66,17 +49,6 @@ fn dell_os9_plan_is_golden() {
 #[test]
 fn sonic_plan_is_golden() {
     golden("sonic.plan.txt", &plan_text(SwitchConfig::Sonic(vendor())));
-}
-
-#[test]
-fn linux_tc_plan_is_golden() {
-    let mut tc = TcConfig::new(None, "rx", BitsPerSec::from_mbps(100));
-    tc.ecn = EcnMode::BpfMap;
-    tc.ecn_map_pin = Some("/sys/fs/bpf/polyphony/pp/ecn_thresh_ns".into());
-    let mut s = ssh();
-    s.host = "198.18.100.1".into();
-    s.user = "root".into();
-    golden("linux-tc.plan.txt", &plan_text(SwitchConfig::LinuxTc { ssh: s, tc }));
 }
 
 #[test]

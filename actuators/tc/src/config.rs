@@ -121,6 +121,17 @@ impl TcConfig {
     }
 }
 
+/// A Linux switch driven with tc over SSH (`dialect = "linux-tc"` of the daemon's
+/// `[actuators.switch]`): how to reach it and its tc tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcOverSsh {
+    /// How to reach the switch.
+    pub ssh: polyphony_actuator::SshConfig,
+    /// The tc tree on the switch (namespace, device, link rate, threshold map).
+    pub tc: TcConfig,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@
 //!   `quantum` = q_min · w / min(w) (q_min = 1514 B, one full frame; proportional to w);
 //! - ECN threshold K bytes → sojourn K·8/C ns in the map, or `red min K max K+1 … ecn`;
 //! - buffer → `bfifo limit`.
+//!
+//! The same tree on a remote Linux switch is driven over SSH ([`tc_over_ssh`], configured by
+//! [`TcOverSsh`]): every command and read-back goes through the SSH transport.
 #![warn(missing_docs)]
 
 mod backend;
@@ -19,10 +22,10 @@ mod probe;
 pub mod rates;
 
 pub use backend::{TcBackend, TcItem, TcValue};
-pub use config::{EcnMode, TcConfig};
+pub use config::{EcnMode, TcConfig, TcOverSsh};
 pub use probe::{probe_red, RedProbe};
 
-use polyphony_actuator::{ActuatorError, Engine, Local, Runner, SystemRunner, Transport};
+use polyphony_actuator::{ActuatorError, Engine, Local, Runner, SshTransport, SystemRunner, Transport};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,4 +49,20 @@ pub fn tc_actuator_with(
 ) -> Result<TcActuator, ActuatorError> {
     let backend = TcBackend::new(cfg, transport, runner.as_ref())?;
     Ok(Engine::new(backend, runner))
+}
+
+/// Builds the tc actuator for a remote Linux switch reached over SSH (commands run through the
+/// `ssh` client with the configured timeout). A tc tree still named `tc` is named `switch`.
+pub fn tc_over_ssh(cfg: TcOverSsh) -> Result<TcActuator, ActuatorError> {
+    let runner: Arc<dyn Runner> = Arc::new(SystemRunner::new(Duration::from_millis(cfg.tc.timeout_ms)));
+    tc_over_ssh_with(cfg, runner)
+}
+
+/// [`tc_over_ssh`] with an explicit runner.
+pub fn tc_over_ssh_with(cfg: TcOverSsh, runner: Arc<dyn Runner>) -> Result<TcActuator, ActuatorError> {
+    let TcOverSsh { ssh, mut tc } = cfg;
+    if tc.name == "tc" {
+        tc.name = "switch".into();
+    }
+    tc_actuator_with(tc, Arc::new(SshTransport::new(ssh)), runner)
 }

@@ -2,9 +2,10 @@
 //! apply a target configuration (plan from what is read live, apply, verify — the actuator crate
 //! does the work), or render a dry run. Touches the network only through the actuators.
 
-use crate::config::ActuatorsSection;
+use crate::config::{ActuatorsSection, SwitchSection};
 use anyhow::{anyhow, Result};
 use polyphony_actuator::{Actuator, Composite, Plan};
+use polyphony_actuator_switch_cli::{switch_actuator, SwitchConfig};
 use polyphony_spec::NetworkConfig;
 
 /// Builds the composite of the configured actuators (switch, tc, iproute, in that order);
@@ -12,9 +13,14 @@ use polyphony_spec::NetworkConfig;
 pub fn build(section: &ActuatorsSection) -> Result<Option<Composite>> {
     let mut members: Vec<Box<dyn Actuator + Send>> = Vec::new();
     if let Some(c) = &section.switch {
-        members.push(
-            polyphony_actuator_switch_cli::switch_actuator(c.clone()).map_err(|e| anyhow!("actuators.switch: {e}"))?,
-        );
+        let built = match c.clone() {
+            SwitchSection::LinuxTc(t) => {
+                polyphony_actuator_tc::tc_over_ssh(t).map(|a| Box::new(a) as Box<dyn Actuator + Send>)
+            }
+            SwitchSection::DellOs9(v) => switch_actuator(SwitchConfig::DellOs9(v)),
+            SwitchSection::Sonic(v) => switch_actuator(SwitchConfig::Sonic(v)),
+        };
+        members.push(built.map_err(|e| anyhow!("actuators.switch: {e}"))?);
     }
     if let Some(c) = &section.tc {
         members.push(Box::new(

@@ -325,9 +325,21 @@ pub struct ActuatorsSection {
     /// `ip route` initcwnd on the senders.
     #[serde(default)]
     pub iproute: Option<polyphony_actuator_iproute::IprouteConfig>,
-    /// A switch CLI over SSH.
+    /// A switch over SSH, by dialect.
     #[serde(default)]
-    pub switch: Option<polyphony_actuator_switch_cli::SwitchConfig>,
+    pub switch: Option<SwitchSection>,
+}
+
+/// `[actuators.switch]`: a switch reached over SSH, by its `dialect`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dialect", rename_all = "kebab-case")]
+pub enum SwitchSection {
+    /// A Linux switch (the testbed's `P-sw`, or any Linux box): the tc actuator over SSH.
+    LinuxTc(polyphony_actuator_tc::TcOverSsh),
+    /// Dell Networking OS9 (FTOS) through its CLI.
+    DellOs9(polyphony_actuator_switch_cli::VendorConfig),
+    /// SONiC through CONFIG_DB.
+    Sonic(polyphony_actuator_switch_cli::VendorConfig),
 }
 
 impl ActuatorsSection {
@@ -841,6 +853,30 @@ mod tests {
             ]
         );
         assert_eq!(r.mean, None);
+    }
+
+    #[test]
+    fn each_switch_dialect_selects_its_actuator_and_an_unknown_one_is_refused() {
+        let lt: ActuatorsSection = toml::from_str(
+            r#"[switch]
+dialect = "linux-tc"
+ssh = { host = "198.18.100.1", identity = "/k", known_hosts = "/h" }
+tc = { device = "rx", link_rate = 100000000, ecn_map_pin = "/sys/fs/bpf/polyphony/pp/ecn_thresh_ns" }"#,
+        )
+        .expect("linux-tc");
+        assert!(matches!(lt.switch, Some(SwitchSection::LinuxTc(ref t)) if t.tc.device == "rx"));
+        let os9: ActuatorsSection = toml::from_str(
+            r#"[switch]
+dialect = "dell-os9"
+ports = ["TenGigabitEthernet 1/48"]
+queues = [{ dscp = 10, queue = 1 }]
+link_rate = 10000000000
+ssh = { host = "s4048", identity = "/k", known_hosts = "/h" }"#,
+        )
+        .expect("dell-os9");
+        assert!(matches!(os9.switch, Some(SwitchSection::DellOs9(_))));
+        let e = toml::from_str::<ActuatorsSection>("[switch]\ndialect = \"junos\"").expect_err("unknown dialect");
+        assert!(e.to_string().contains("junos"), "{e}");
     }
 
     #[test]
