@@ -6,26 +6,11 @@
 mod common;
 
 use common::vendor;
-use polyphony_actuator::golden::{assert_golden, NoCommands};
+use polyphony_actuator::golden::{assert_golden, sample_change, NoCommands};
 use polyphony_actuator_switch_cli::{switch_actuator_with, DellOs9, Sonic, SwitchConfig, VendorBackend};
-use polyphony_spec::{Bytes, Dscp, NetworkConfig, Packets};
+use polyphony_spec::{Bytes, Dscp, Packets};
 use std::path::Path;
 use std::sync::Arc;
-
-fn from_to() -> (NetworkConfig, NetworkConfig) {
-    let dscps = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
-    let from = NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10));
-    let mut to = from.clone();
-    for (c, (w, k)) in to
-        .classes
-        .iter_mut()
-        .zip([(0.2, 20_000), (1.0 / 3.0, 30_000), (0.4666667, 90_000)])
-    {
-        c.weight = w;
-        c.ecn_threshold = Bytes(k);
-    }
-    (from, to)
-}
 
 fn golden(name: &str, actual: &str) {
     assert_golden(
@@ -37,7 +22,7 @@ fn golden(name: &str, actual: &str) {
 
 fn plan_text(cfg: SwitchConfig) -> String {
     let a = switch_actuator_with(cfg, Arc::new(NoCommands)).expect("build");
-    let (from, to) = from_to();
+    let (from, to) = sample_change();
     a.plan(&from, &to).expect("plan").to_string()
 }
 
@@ -65,7 +50,7 @@ fn setup_scripts_are_golden() {
 #[test]
 fn invalid_targets_name_class_and_knob_without_commands() {
     let a = switch_actuator_with(SwitchConfig::DellOs9(vendor()), Arc::new(NoCommands)).expect("build");
-    let (from, mut to) = from_to();
+    let (from, mut to) = sample_change();
     to.classes[2].ecn_threshold = Bytes(64 * 1024 * 1024);
     let e = a.plan(&from, &to).expect_err("K above the buffer accepted");
     assert!(e.to_string().contains("class AF31 (DSCP 26).ecn_threshold"), "{e}");

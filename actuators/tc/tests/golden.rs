@@ -3,10 +3,10 @@
 //! Regenerate after an intended change with
 //! `UPDATE_GOLDEN=1 cargo test -p polyphony-actuator-tc --test golden` and review the diff.
 
-use polyphony_actuator::golden::{assert_golden, NoCommands};
-use polyphony_actuator::{Actuator, SshConfig};
+use polyphony_actuator::golden::{assert_golden, sample_change, sample_ssh, NoCommands};
+use polyphony_actuator::Actuator;
 use polyphony_actuator_tc::{tc_over_ssh_with, EcnMode, TcConfig, TcOverSsh};
-use polyphony_spec::{BitsPerSec, Bytes, Dscp, NetworkConfig, Packets};
+use polyphony_spec::BitsPerSec;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,29 +15,10 @@ fn linux_switch_over_ssh_plan_is_golden() {
     let mut tc = TcConfig::new(None, "rx", BitsPerSec::from_mbps(100));
     tc.ecn = EcnMode::BpfMap;
     tc.ecn_map_pin = Some("/sys/fs/bpf/polyphony/pp/ecn_thresh_ns".into());
-    let ssh = SshConfig {
-        host: "198.18.100.1".into(),
-        user: "root".into(),
-        port: 22,
-        identity: "/etc/polyphony/switch_ed25519".into(),
-        known_hosts: "/etc/polyphony/known_hosts".into(),
-        connect_timeout_secs: 5,
-        client_namespace: None,
-        ssh: "ssh".into(),
-    };
+    let ssh = sample_ssh("198.18.100.1", "root");
     let a = tc_over_ssh_with(TcOverSsh { ssh, tc }, Arc::new(NoCommands)).expect("build");
     assert_eq!(a.name(), "switch", "a remote tree is named after the switch");
-    let dscps = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
-    let from = NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10));
-    let mut to = from.clone();
-    for (c, (w, k)) in to
-        .classes
-        .iter_mut()
-        .zip([(0.2, 20_000), (1.0 / 3.0, 30_000), (0.4666667, 90_000)])
-    {
-        c.weight = w;
-        c.ecn_threshold = Bytes(k);
-    }
+    let (from, to) = sample_change();
     let plan = a.plan(&from, &to).expect("plan").to_string();
     assert_golden(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),

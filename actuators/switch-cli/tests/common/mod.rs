@@ -5,18 +5,9 @@ use polyphony_actuator::SshConfig;
 use polyphony_actuator_switch_cli::{QueueMap, VendorConfig};
 use polyphony_spec::{BitsPerSec, Dscp};
 
-/// An SSH target with fixed paths (rendered into the golden files).
+/// The vendor switch's SSH target.
 pub fn ssh() -> SshConfig {
-    SshConfig {
-        host: "s4048.example.net".into(),
-        user: "polyphony".into(),
-        port: 22,
-        identity: "/etc/polyphony/switch_ed25519".into(),
-        known_hosts: "/etc/polyphony/known_hosts".into(),
-        connect_timeout_secs: 5,
-        client_namespace: None,
-        ssh: "ssh".into(),
-    }
+    polyphony_actuator::golden::sample_ssh("s4048.example.net", "polyphony")
 }
 
 /// A vendor switch with AF11/AF21/AF31 on queues 1/2/3 of one 10G port.
