@@ -161,7 +161,7 @@ impl Planned {
     /// K = 30 kB, initcwnd 10) and the per-class default knob space.
     pub fn new(label: &str, scenario: Scenario, matrix: TrafficMatrix) -> Planned {
         let start = default_start(&scenario);
-        let knobs = KnobSpace::per_class_default(&scenario.dscps(), scenario.topology.reference_rate());
+        let knobs = KnobSpace::per_class_default(&scenario.dscps());
         Planned {
             label: label.into(),
             scenario,

@@ -19,7 +19,7 @@
 use polyphony_core::acquire::standard_normal;
 use polyphony_core::ModelError;
 use polyphony_core::{PerformanceModel, Space};
-use polyphony_spec::{BitsPerSec, ClassSli, Dscp, KnobSpace, NetworkConfig, SliVector, TrafficClass};
+use polyphony_spec::{ClassSli, Dscp, KnobSpace, NetworkConfig, SliVector, TrafficClass};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The classes.
@@ -75,7 +75,7 @@ impl Default for Problem {
 impl Problem {
     /// The problem with measurement noise `noise`.
     pub fn new(noise: f64) -> Problem {
-        let knobs = KnobSpace::per_class_default(&DSCPS, BitsPerSec::from_mbps(100));
+        let knobs = KnobSpace::per_class_default(&DSCPS);
         let space = Space::new(&knobs, None).expect("the per-class default space is valid");
         Problem {
             classes: vec![

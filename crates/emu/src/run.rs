@@ -145,7 +145,7 @@ pub fn run(plan: &EmuPlan, workload: &Workload, duration: Nanos, out: &EmuOutput
         );
     }
     drop(tx);
-    let collected = collect(plan, out, rx, t0, flows.len() as u64);
+    let collected = collect(plan, out, rx, t0);
     let mut first_err = None;
     for (i, s) in senders.into_iter().enumerate() {
         match s.join() {
@@ -231,7 +231,7 @@ fn validate(plan: &EmuPlan, workload: &Workload, duration: Nanos) -> Result<(), 
 
 type Collected = (Vec<FlowRecord>, Vec<IntervalSummary>, u64);
 
-fn collect(plan: &EmuPlan, out: &EmuOutputs, rx: mpsc::Receiver<Msg>, t0: u64, _n: u64) -> Result<Collected, EmuError> {
+fn collect(plan: &EmuPlan, out: &EmuOutputs, rx: mpsc::Receiver<Msg>, t0: u64) -> Result<Collected, EmuError> {
     let open = |p: &Option<PathBuf>| -> Result<Option<std::io::BufWriter<std::fs::File>>, EmuError> {
         p.as_ref()
             .map(|p| {

@@ -534,7 +534,7 @@ mod tests {
     use crate::gp::SurrogateStatus;
     use crate::ModelError;
     use crate::ResidualSpace;
-    use polyphony_spec::{BitsPerSec, ClassSli, Dscp, KnobSpace, TrafficClass};
+    use polyphony_spec::{ClassSli, Dscp, KnobSpace, TrafficClass};
 
     /// Every configuration gets p99 = `ratio` × its class's SLO.
     struct Flat {
@@ -578,7 +578,7 @@ mod tests {
         };
         let objective = Objective::new(&classes, params.lse_sharpness, params.fairness_weight).unwrap();
         let dscps: Vec<Dscp> = classes.iter().map(|c| c.dscp).collect();
-        let space = Space::new(&KnobSpace::per_class_default(&dscps, BitsPerSec(100_000_000)), None).unwrap();
+        let space = Space::new(&KnobSpace::per_class_default(&dscps), None).unwrap();
         let base = default_initial(&classes);
         let centre = space.point_of_config(&base).unwrap();
         let surrogate = Surrogate::constant(mu, sigma, SurrogateStatus::Disabled);

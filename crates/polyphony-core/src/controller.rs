@@ -342,7 +342,7 @@ impl Controller {
         variant: Variant,
     ) -> Result<Controller, CoreError> {
         let dscps = scenario.dscps();
-        let space = KnobSpace::per_class_default(&dscps, scenario.topology.reference_rate());
+        let space = KnobSpace::per_class_default(&dscps);
         let initial = scenario
             .initial
             .clone()

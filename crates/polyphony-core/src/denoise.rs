@@ -148,12 +148,8 @@ mod tests {
     }
 
     fn space() -> Space {
-        use polyphony_spec::{BitsPerSec, Dscp, KnobSpace};
-        Space::new(
-            &KnobSpace::per_class_default(&[Dscp::AF11, Dscp::AF21], BitsPerSec::from_mbps(100)),
-            None,
-        )
-        .unwrap()
+        use polyphony_spec::{Dscp, KnobSpace};
+        Space::new(&KnobSpace::per_class_default(&[Dscp::AF11, Dscp::AF21]), None).unwrap()
     }
 
     const X: [f64; 6] = [0.5; 6];

@@ -125,14 +125,10 @@ impl SampleWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use polyphony_spec::{BitsPerSec, Dscp, KnobSpace};
+    use polyphony_spec::{Dscp, KnobSpace};
 
     fn space() -> Space {
-        Space::new(
-            &KnobSpace::per_class_default(&[Dscp::AF11, Dscp::AF21], BitsPerSec::from_mbps(100)),
-            None,
-        )
-        .unwrap()
+        Space::new(&KnobSpace::per_class_default(&[Dscp::AF11, Dscp::AF21]), None).unwrap()
     }
 
     fn s(x: Vec<f64>, g: f64) -> Sample {

@@ -420,13 +420,13 @@ fn auto_alpha(blocks: &[Block]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use polyphony_spec::{BitsPerSec, SimplexSpec};
+    use polyphony_spec::SimplexSpec;
     use proptest::prelude::*;
 
     const DSCPS: [Dscp; 3] = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
 
     fn space() -> Space {
-        Space::new(&KnobSpace::per_class_default(&DSCPS, BitsPerSec::from_mbps(100)), None).unwrap()
+        Space::new(&KnobSpace::per_class_default(&DSCPS), None).unwrap()
     }
 
     fn base() -> NetworkConfig {
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn min_not_below_max_is_named() {
-        let mut s = KnobSpace::per_class_default(&DSCPS, BitsPerSec::from_mbps(100));
+        let mut s = KnobSpace::per_class_default(&DSCPS);
         s.knobs[0].min = 5.0;
         s.knobs[0].max = 3.0;
         let e = Space::new(&s, None).unwrap_err().to_string();
@@ -453,11 +453,11 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("knob space: empty"), "{e}");
-        let mut s = KnobSpace::per_class_default(&DSCPS, BitsPerSec::from_mbps(100));
+        let mut s = KnobSpace::per_class_default(&DSCPS);
         s.knobs[3].max = f64::INFINITY;
         let e = Space::new(&s, None).unwrap_err().to_string();
         assert!(e.starts_with("AF21.init_cwnd") && e.contains("not finite"), "{e}");
-        let mut s = KnobSpace::per_class_default(&DSCPS, BitsPerSec::from_mbps(100));
+        let mut s = KnobSpace::per_class_default(&DSCPS);
         s.simplexes = vec![SimplexSpec {
             name: "w".into(),
             classes: vec![Dscp::AF11],
@@ -465,11 +465,11 @@ mod tests {
         }];
         let e = Space::new(&s, None).unwrap_err().to_string();
         assert!(e.starts_with("simplex w") && e.contains("at least two"), "{e}");
-        let mut s = KnobSpace::per_class_default(&DSCPS, BitsPerSec::from_mbps(100));
+        let mut s = KnobSpace::per_class_default(&DSCPS);
         s.simplexes[0].floor = 0.4;
         let e = Space::new(&s, None).unwrap_err().to_string();
         assert!(e.contains("floor 0.4"), "{e}");
-        let mut s = KnobSpace::per_class_default(&DSCPS, BitsPerSec::from_mbps(100));
+        let mut s = KnobSpace::per_class_default(&DSCPS);
         s.knobs[0].min = 0.0;
         let e = Space::new(&s, None).unwrap_err().to_string();
         assert!(e.starts_with("AF11.ecn_threshold") && e.contains("log scale"), "{e}");

@@ -52,11 +52,11 @@ pub fn design(space: &Space, centre: &[f64], radius: f64, n: usize, seed: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use polyphony_spec::{BitsPerSec, Dscp, KnobSpace};
+    use polyphony_spec::{Dscp, KnobSpace};
 
     fn space() -> Space {
         let d = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
-        Space::new(&KnobSpace::per_class_default(&d, BitsPerSec(100_000_000)), None).unwrap()
+        Space::new(&KnobSpace::per_class_default(&d), None).unwrap()
     }
 
     #[test]

@@ -508,7 +508,7 @@ fn baselines_share_the_tuner_interface() {
         scale: 1.0,
     };
     let init = default_initial(&sc.classes);
-    let space = polyphony_spec::KnobSpace::per_class_default(&sc.dscps(), sc.topology.reference_rate());
+    let space = polyphony_spec::KnobSpace::per_class_default(&sc.dscps());
     let mut tuners: Vec<Box<dyn Tuner>> = vec![
         Box::new(FixedConfig::new(&sc.classes, init.clone(), 10.0, 0.5).expect("fixed")),
         Box::new(

@@ -56,7 +56,7 @@ fn main() -> Result<()> {
         }
     }
     let dscps = s.dscps();
-    let space = KnobSpace::per_class_default(&dscps, s.topology.reference_rate());
+    let space = KnobSpace::per_class_default(&dscps);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
     let mut configs: Vec<NetworkConfig> = (0..a.configs)
         .map(|_| common::random_config(&dscps, &space, &mut rng))

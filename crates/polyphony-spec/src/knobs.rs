@@ -3,7 +3,7 @@
 //! This module only describes the space; the controller core validates it, normalises
 //! configurations into `[0,1]` coordinates and maps them back.
 
-use crate::{BitsPerSec, Bytes, Dscp};
+use crate::{Bytes, Dscp, SpecError};
 use serde::{Deserialize, Serialize};
 
 /// What a knob controls.
@@ -90,13 +90,78 @@ pub struct KnobSpace {
 }
 
 impl KnobSpace {
+    /// Checks the space against the classes it tunes: every knob and simplex names a declared
+    /// class, ranges are ordered (log-scaled ones positive), no knob is declared twice, a
+    /// simplex spans at least two classes with a floor in [0, 1/n). Errors name the field
+    /// (`knobs[1].max`, `simplexes[0].floor`).
+    pub fn validate_for(&self, dscps: &[Dscp]) -> Result<(), SpecError> {
+        let space = self;
+        for (i, k) in space.knobs.iter().enumerate() {
+            let f = format!("knobs[{i}]");
+            if !dscps.contains(&k.dscp) {
+                return Err(SpecError::invalid(
+                    format!("{f}.dscp"),
+                    k.dscp,
+                    "no declared class has this DSCP",
+                ));
+            }
+            if !(k.min.is_finite() && k.max.is_finite() && k.min < k.max) {
+                return Err(SpecError::invalid(
+                    format!("{f}.max"),
+                    k.max,
+                    format!("the range needs min < max (min = {})", k.min),
+                ));
+            }
+            if k.scale == Scale::Log && k.min <= 0.0 {
+                return Err(SpecError::invalid(
+                    format!("{f}.min"),
+                    k.min,
+                    "a log-scaled knob needs min > 0",
+                ));
+            }
+            if space.knobs[..i].iter().any(|o| o.dscp == k.dscp && o.kind == k.kind) {
+                return Err(SpecError::invalid(
+                    format!("{f}.kind"),
+                    k.kind.as_str(),
+                    "this knob is declared twice",
+                ));
+            }
+        }
+        for (i, s) in space.simplexes.iter().enumerate() {
+            let f = format!("simplexes[{i}]");
+            if s.classes.len() < 2 {
+                return Err(SpecError::invalid(
+                    format!("{f}.classes"),
+                    format!("{} classes", s.classes.len()),
+                    "a weight simplex spans at least two classes",
+                ));
+            }
+            if let Some(d) = s.classes.iter().find(|d| !dscps.contains(d)) {
+                return Err(SpecError::invalid(
+                    format!("{f}.classes"),
+                    d,
+                    "no declared class has this DSCP",
+                ));
+            }
+            let n = s.classes.len() as f64;
+            if !(s.floor.is_finite() && s.floor >= 0.0 && s.floor < 1.0 / n) {
+                return Err(SpecError::invalid(
+                    format!("{f}.floor"),
+                    s.floor,
+                    format!("the weight floor must be in [0, 1/{n})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The paper's nine-knob space for the given classes: one weight simplex over all classes,
     /// and per class an ECN threshold K and an initial window, both log-scaled.
     ///
     /// K spans 2 to 200 full-size packets (3 kB to 300 kB); at 100 Mbit/s that is 0.24 ms to
     /// 24 ms of queueing, at 10 Gbit/s 2.4 µs to 240 µs. The initial window spans 2 to 64
     /// packets (Linux's default is 10). The weight floor of 0.05 keeps every class served.
-    pub fn per_class_default(dscps: &[Dscp], _bottleneck: BitsPerSec) -> KnobSpace {
+    pub fn per_class_default(dscps: &[Dscp]) -> KnobSpace {
         let mut knobs = Vec::new();
         for &dscp in dscps {
             knobs.push(KnobSpec {
@@ -127,5 +192,49 @@ impl KnobSpace {
     /// Number of optimisation coordinates: one per hypercube knob, one per simplex class.
     pub fn dim(&self) -> usize {
         self.knobs.len() + self.simplexes.iter().map(|s| s.classes.len()).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classes() -> Vec<Dscp> {
+        vec![Dscp::AF11, Dscp::AF21, Dscp::AF31]
+    }
+
+    #[test]
+    fn the_default_space_is_valid_for_its_classes() {
+        let s = KnobSpace::per_class_default(&classes());
+        s.validate_for(&classes()).expect("valid");
+        let e = s
+            .validate_for(&classes()[..2])
+            .expect_err("a knob of an undeclared class");
+        assert!(e.to_string().contains("dscp"), "{e}");
+    }
+
+    #[test]
+    fn each_broken_rule_names_its_field() {
+        let base = KnobSpace::per_class_default(&classes());
+        let mut reversed = base.clone();
+        reversed.knobs[0].min = reversed.knobs[0].max;
+        let mut twice = base.clone();
+        let dup = twice.knobs[0].clone();
+        twice.knobs.push(dup);
+        let mut floor = base.clone();
+        floor.simplexes[0].floor = 0.5;
+        let mut log = base.clone();
+        if let Some(k) = log.knobs.iter_mut().find(|k| k.scale == Scale::Log) {
+            k.min = 0.0;
+        }
+        for (space, field) in [
+            (reversed, "knobs[0].max"),
+            (twice, ".kind"),
+            (floor, "simplexes[0].floor"),
+            (log, ".min"),
+        ] {
+            let e = space.validate_for(&classes()).expect_err(field).to_string();
+            assert!(e.contains(field), "{field}: {e}");
+        }
     }
 }

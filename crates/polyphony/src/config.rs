@@ -492,7 +492,7 @@ impl DaemonConfig {
     pub fn knob_space(&self) -> KnobSpace {
         self.knobs
             .clone()
-            .unwrap_or_else(|| KnobSpace::per_class_default(&self.dscps(), self.topology.reference_rate()))
+            .unwrap_or_else(|| KnobSpace::per_class_default(&self.dscps()))
     }
 
     /// The starting configuration (the configured one or the uniform default).
@@ -544,7 +544,7 @@ impl DaemonConfig {
         // The spec's class rules (distinct DSCPs and names, SLO ≥ 1, ...), via a scenario-less check.
         polyphony_spec::validate_classes(&self.classes, "classes").map_err(|e| spec("", e))?;
         let space = self.knob_space();
-        validate_knobs(&space, &self.dscps()).map_err(|e| spec("", e))?;
+        space.validate_for(&self.dscps()).map_err(|e| spec("knobs", e))?;
         self.controller.validate().map_err(|e| match e {
             CoreError::InvalidParam { field, value, why } => ConfigError::Invalid {
                 path: path.into(),
@@ -769,66 +769,6 @@ fn check_url(key: &'static str, url: &str) -> Result<(), (&'static str, String, 
             "an http:// URL, e.g. \"http://127.0.0.1:9100/metrics\"",
         ))
     }
-}
-
-fn validate_knobs(space: &KnobSpace, dscps: &[Dscp]) -> Result<(), SpecError> {
-    for (i, k) in space.knobs.iter().enumerate() {
-        let f = format!("knobs.knobs[{i}]");
-        if !dscps.contains(&k.dscp) {
-            return Err(SpecError::invalid(
-                format!("{f}.dscp"),
-                k.dscp,
-                "no [[classes]] entry has this DSCP",
-            ));
-        }
-        if !(k.min.is_finite() && k.max.is_finite() && k.min < k.max) {
-            return Err(SpecError::invalid(
-                format!("{f}.max"),
-                k.max,
-                format!("the range needs min < max (min = {})", k.min),
-            ));
-        }
-        if k.scale == polyphony_spec::Scale::Log && k.min <= 0.0 {
-            return Err(SpecError::invalid(
-                format!("{f}.min"),
-                k.min,
-                "a log-scaled knob needs min > 0",
-            ));
-        }
-        if space.knobs[..i].iter().any(|o| o.dscp == k.dscp && o.kind == k.kind) {
-            return Err(SpecError::invalid(
-                format!("{f}.kind"),
-                k.kind.as_str(),
-                "this knob is declared twice",
-            ));
-        }
-    }
-    for (i, s) in space.simplexes.iter().enumerate() {
-        let f = format!("knobs.simplexes[{i}]");
-        if s.classes.len() < 2 {
-            return Err(SpecError::invalid(
-                format!("{f}.classes"),
-                format!("{} classes", s.classes.len()),
-                "a weight simplex spans at least two classes",
-            ));
-        }
-        if let Some(d) = s.classes.iter().find(|d| !dscps.contains(d)) {
-            return Err(SpecError::invalid(
-                format!("{f}.classes"),
-                d,
-                "no [[classes]] entry has this DSCP",
-            ));
-        }
-        let n = s.classes.len() as f64;
-        if !(s.floor.is_finite() && s.floor >= 0.0 && s.floor < 1.0 / n) {
-            return Err(SpecError::invalid(
-                format!("{f}.floor"),
-                s.floor,
-                format!("the weight floor must be in [0, 1/{n})"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

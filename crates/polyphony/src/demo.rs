@@ -79,7 +79,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         seed: args.seed,
         ..ControllerParams::default()
     };
-    let space = KnobSpace::per_class_default(&scenario.dscps(), scenario.topology.reference_rate());
+    let space = KnobSpace::per_class_default(&scenario.dscps());
     let start = poor_config(scenario);
     let mut controller = Controller::new(&scenario.classes, &space, start.clone(), params, Variant::FULL)
         .map_err(|e| anyhow!("controller: {e}"))?;

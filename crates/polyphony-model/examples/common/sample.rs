@@ -54,7 +54,7 @@ impl SampleArgs {
             *link_delay_us = d;
         }
         let dscps = scenario.dscps();
-        let space = KnobSpace::per_class_default(&dscps, scenario.topology.reference_rate());
+        let space = KnobSpace::per_class_default(&dscps);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.config_seed);
         let configs = (0..self.configs)
             .map(|_| super::random_config(&dscps, &space, &mut rng))
