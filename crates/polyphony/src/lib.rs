@@ -42,6 +42,7 @@ impl Failure {
 
 impl From<config::ConfigError> for Failure {
     fn from(e: config::ConfigError) -> Self {
-        Failure::Usage(e.to_string())
+        // The whole chain: a read error's OS reason is its source.
+        Failure::Usage(format!("{:#}", anyhow::Error::from(e)))
     }
 }

@@ -194,9 +194,7 @@ impl Sources {
                     .build()
                     .context("building the HTTP client")?,
                 url: url.clone(),
-                queries: queries
-                    .resolve(query.as_deref())
-                    .map_err(|(k, v, why)| anyhow!("{k} = {v}: {why}"))?,
+                queries: queries.resolve(query.as_deref())?,
                 workload: window,
             }),
             SliSource::Emu { prefix, base_rtt_us } => match window {

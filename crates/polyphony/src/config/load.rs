@@ -1,0 +1,61 @@
+//! Reading a configuration file: parse, resolve relative paths against the file's directory,
+//! validate, and load the scenario it names.
+
+use super::{ConfigError, DaemonConfig, LoadedConfig, WorkloadSource};
+use std::path::{Path, PathBuf};
+
+/// The 1-based line of byte offset `at` in `text`.
+pub fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+impl DaemonConfig {
+    /// Parses TOML text; `path` names it in errors. Does not validate.
+    pub fn parse(text: &str, path: &str) -> Result<DaemonConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            line: e.span().map(|r| line_of(text, r.start)).unwrap_or(0),
+            why: e.message().trim().replace('\n', " "),
+        })
+    }
+
+    /// Reads, parses, resolves relative paths against the file's directory, validates, and
+    /// loads the scenario the workload source names.
+    pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let mut config = DaemonConfig::parse(&text, &shown)?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        config.resolve_paths(&base);
+        let scenario = config.validate(&shown)?;
+        Ok(LoadedConfig {
+            config,
+            path: path.to_path_buf(),
+            scenario,
+        })
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut self.state_dir);
+        if let Some(t) = &mut self.http.token_file {
+            fix(t);
+        }
+        match &mut self.workload {
+            WorkloadSource::Scenario { scenario } => fix(scenario),
+            WorkloadSource::Trace { path } => fix(path),
+            WorkloadSource::Workfeed { key_file, .. } => {
+                if let Some(k) = key_file {
+                    fix(k);
+                }
+            }
+        }
+    }
+}

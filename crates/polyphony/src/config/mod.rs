@@ -1,0 +1,431 @@
+//! The daemon's configuration file (TOML): its schema (this module), loading with paths
+//! resolved against the file's directory ([`DaemonConfig::load`]), the rules serde cannot express
+//! (`validate`), and the Prometheus query templates (`prom`).
+//!
+//! Parsing is strict (`deny_unknown_fields` everywhere, so a misspelt key is an error with its
+//! line), and [`DaemonConfig::validate`] checks every other rule. Every error names the key and
+//! the offending value ([`ConfigError`]). The module reads files (the config, the scenario it
+//! names, key and token files) and touches nothing else.
+
+mod error;
+mod load;
+mod prom;
+mod validate;
+
+pub use error::{ConfigError, InvalidValue, TokenError};
+pub use load::line_of;
+pub use prom::{ResolvedQueries, QUANTILES};
+pub use validate::read_token;
+
+use polyphony_core::ControllerParams;
+use polyphony_spec::{Dscp, KnobSpace, NetworkConfig, Scenario, TopologySpec, TrafficClass};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+/// What the daemon does with the configuration it chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Compute and publish the next configuration; never touch the network.
+    #[default]
+    Advise,
+    /// Apply the chosen configuration through the actuators.
+    Apply,
+}
+
+impl Mode {
+    /// `"advise"` or `"apply"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Advise => "advise",
+            Mode::Apply => "apply",
+        }
+    }
+}
+
+/// Which network model the controller uses as its fast model f (`kind = "flowsim"`, the
+/// default; `"flowsim-aggregate"`; `"pktsim"`).
+pub use polyphony_model::ModelKind;
+
+/// `[model]`: the controller's model and how its candidates are evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// Which model predicts SLIs for candidate configurations.
+    #[serde(default)]
+    pub kind: ModelKind,
+    /// Threads evaluating candidates in parallel (0 = one per core).
+    #[serde(default)]
+    pub threads: usize,
+}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        ModelSection {
+            kind: ModelKind::FlowSim,
+            threads: 0,
+        }
+    }
+}
+
+/// `[sli]`: where the per-class SLIs of each interval come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SliSource {
+    /// An in-process packet-level simulation (pktsim) of the workload's scenario under the
+    /// configuration in force: a "simulated network" that needs no root. Requires
+    /// `[workload] source = "scenario"`.
+    Simulated,
+    /// The namespace testbed (docs/testbed.md): each interval the daemon replays a fresh sample
+    /// of the scenario's workload with the `emu` generator (real TCP flows through the testbed's
+    /// switch, root needed) and takes the per-class slowdown statistics it measured. Requires
+    /// `[workload] source = "scenario"`; the window given to the model is the replayed workload.
+    Emu {
+        /// Testbed instance prefix (`pp` unless the testbed was brought up with another).
+        #[serde(default = "default_prefix")]
+        prefix: String,
+        /// Base RTT in µs for the ideal FCT; measured with a ping-pong when absent.
+        #[serde(default)]
+        base_rtt_us: Option<f64>,
+    },
+    /// PromQL instant queries against a Prometheus server: for each class and each kept
+    /// percentile (p50, p99, p99.9) one query, with `{dscp}` replaced by the class's DSCP and
+    /// `{quantile}` by `0.5`, `0.99` or `0.999`. Each answer must be one scalar sample.
+    Prometheus {
+        /// Base URL of the Prometheus HTTP API, e.g. `http://127.0.0.1:9090`.
+        url: String,
+        /// One template for all three percentiles (needs `{dscp}` and `{quantile}`), e.g.
+        /// `app_fct_slowdown{dscp="{dscp}",quantile="{quantile}"}`.
+        #[serde(default)]
+        query: Option<String>,
+        /// Per-percentile templates (each needs `{dscp}`); a percentile given here overrides
+        /// `query` for it.
+        #[serde(default)]
+        queries: PromQueries,
+    },
+    /// Per-class slowdowns of the flows Workfeed captured (the `[workload] source = "workfeed"`
+    /// window): each flow's duration (connection open to close, as the probe saw it) over the
+    /// ideal FCT of its path in `[topology]` (docs/models.md). Requires the workfeed workload
+    /// source.
+    Workfeed {
+        /// Base RTT in µs for the ideal FCT; default: the topology's base RTT of the flow's path.
+        #[serde(default)]
+        base_rtt_us: Option<f64>,
+        /// Fewest captured flows a class needs in the window for its SLI (fewer: the interval is
+        /// skipped, see docs/operating.md).
+        #[serde(default = "default_min_flows")]
+        min_flows: u64,
+    },
+}
+
+/// `[sli.queries]`: PromQL templates per percentile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PromQueries {
+    /// Median slowdown.
+    #[serde(default)]
+    pub p50: Option<String>,
+    /// 99th percentile slowdown.
+    #[serde(default)]
+    pub p99: Option<String>,
+    /// 99.9th percentile slowdown.
+    #[serde(default)]
+    pub p999: Option<String>,
+    /// Mean slowdown (optional; without it the median stands in for the mean, which the
+    /// controller does not use).
+    #[serde(default)]
+    pub mean: Option<String>,
+}
+
+fn default_min_flows() -> u64 {
+    10
+}
+
+/// `[workload]`: where the workload window that the model replays comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSource {
+    /// Synthesised from a scenario file's mix (sizes from the CDFs, log-normal arrivals).
+    Scenario {
+        /// Path to the scenario TOML (relative to this config file).
+        scenario: PathBuf,
+    },
+    /// A recorded trace (JSON lines or CSV, as `polyphony_spec::Workload` reads them).
+    Trace {
+        /// Path to the trace (relative to this config file).
+        path: PathBuf,
+    },
+    /// The flows Workfeed agents (or rack aggregators forwarding upstream) send to this daemon:
+    /// it embeds a Workfeed aggregator (crates/workfeed) and each interval takes the flows whose
+    /// connection opened in the last `window_s` seconds (and has closed) as the model's window.
+    Workfeed {
+        /// UDP address the embedded aggregator listens on (port 0: any free port, logged).
+        listen: SocketAddr,
+        /// Length of the window of recent flows, in seconds.
+        window_s: f64,
+        /// File holding the HMAC-SHA256 key shared with the agents (≥ 16 bytes); datagrams
+        /// without a valid tag are then dropped and counted. Required unless `listen` is a
+        /// loopback address.
+        #[serde(default)]
+        key_file: Option<PathBuf>,
+        /// Captured IPv4 address → host id of `[topology]` (`"198.18.1.2" = 0`). Flows with an
+        /// endpoint not listed here are left out of the window and counted.
+        #[serde(deserialize_with = "ipv4_keys")]
+        hosts: BTreeMap<Ipv4Addr, u32>,
+    },
+}
+
+/// A table keyed by IPv4 addresses; a bad key is named in the error.
+fn ipv4_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<Ipv4Addr, u32>, D::Error> {
+    use serde::de::Error;
+    BTreeMap::<String, u32>::deserialize(d)?
+        .into_iter()
+        .map(|(k, v)| {
+            k.parse::<Ipv4Addr>().map(|a| (a, v)).map_err(|_| {
+                D::Error::custom(format!(
+                    "workload.hosts: {k:?} is not an IPv4 address (write \"198.18.1.2\" = 0)"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `[http]`: the status API and `/metrics`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    /// Listen address; loopback by default. Port 0 picks a free port (logged at start).
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// A file whose first line is the bearer token that state-changing endpoints require.
+    /// Without a token those endpoints answer 403.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+}
+
+fn default_prefix() -> String {
+    "pp".into()
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9464))
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            listen: default_listen(),
+            token_file: None,
+        }
+    }
+}
+
+/// `[actuators]`: the actuator crates' own configurations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ActuatorsSection {
+    /// Linux tc at the bottleneck (weights, ECN thresholds, buffers).
+    #[serde(default)]
+    pub tc: Option<polyphony_actuator_tc::TcConfig>,
+    /// `ip route` initcwnd on the senders.
+    #[serde(default)]
+    pub iproute: Option<polyphony_actuator_iproute::IprouteConfig>,
+    /// A switch over SSH, by dialect.
+    #[serde(default)]
+    pub switch: Option<SwitchSection>,
+}
+
+/// `[actuators.switch]`: a switch reached over SSH, by its `dialect`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dialect", rename_all = "kebab-case")]
+pub enum SwitchSection {
+    /// A Linux switch (the testbed's `P-sw`, or any Linux box): the tc actuator over SSH.
+    LinuxTc(polyphony_actuator_tc::TcOverSsh),
+    /// Dell Networking OS9 (FTOS) through its CLI.
+    DellOs9(polyphony_actuator_switch_cli::VendorConfig),
+    /// SONiC through CONFIG_DB.
+    Sonic(polyphony_actuator_switch_cli::VendorConfig),
+}
+
+impl ActuatorsSection {
+    /// Whether no actuator is configured.
+    pub fn is_empty(&self) -> bool {
+        self.tc.is_none() && self.iproute.is_none() && self.switch.is_none()
+    }
+}
+
+/// `[guard]`: when the daemon gives up on the configuration it tried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardSection {
+    /// If the measured objective J exceeds this value, return to the last known good
+    /// configuration. J ≈ the worst SLI/SLO ratio, so 2.0 means "some class at twice its SLO".
+    #[serde(default = "default_max_objective")]
+    pub max_objective: f64,
+}
+
+fn default_max_objective() -> f64 {
+    2.5
+}
+
+impl Default for GuardSection {
+    fn default() -> Self {
+        GuardSection {
+            max_objective: default_max_objective(),
+        }
+    }
+}
+
+/// The whole daemon configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// `apply` or `advise`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Seconds between control iterations.
+    pub interval_s: f64,
+    /// Where controller state and history are kept.
+    pub state_dir: PathBuf,
+    /// The classes, their DSCPs and SLOs.
+    pub classes: Vec<TrafficClass>,
+    /// The network the model represents.
+    pub topology: TopologySpec,
+    /// The knob space; default: weights simplex + per-class ECN threshold and initcwnd.
+    #[serde(default)]
+    pub knobs: Option<KnobSpace>,
+    /// The configuration to start from when no state exists; default: equal weights, K = 30 kB,
+    /// initcwnd 10.
+    #[serde(default)]
+    pub initial: Option<NetworkConfig>,
+    /// Controller hyperparameters (the core's `ControllerParams`, including its `seed`);
+    /// omitted keys take the core's documented defaults.
+    #[serde(default)]
+    pub controller: ControllerParams,
+    /// The model.
+    #[serde(default)]
+    pub model: ModelSection,
+    /// The SLI source.
+    pub sli: SliSource,
+    /// The workload source.
+    pub workload: WorkloadSource,
+    /// Actuators (`[actuators.tc]`, `[actuators.iproute]`, `[actuators.switch]`; see
+    /// docs/actuators.md), applied in the order switch, tc, iproute, all or nothing.
+    #[serde(default)]
+    pub actuators: ActuatorsSection,
+    /// The HTTP API.
+    #[serde(default)]
+    pub http: HttpSection,
+    /// The guard.
+    #[serde(default)]
+    pub guard: GuardSection,
+}
+
+/// A configuration that parsed and validated, with the file it came from and the scenario it
+/// names (if any), both already loaded.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    /// The parsed configuration, paths resolved.
+    pub config: DaemonConfig,
+    /// The file.
+    pub path: PathBuf,
+    /// The workload scenario when `[workload] source = "scenario"`.
+    pub scenario: Option<Scenario>,
+}
+
+impl DaemonConfig {
+    /// The class DSCPs in declaration order.
+    pub fn dscps(&self) -> Vec<Dscp> {
+        self.classes.iter().map(|c| c.dscp).collect()
+    }
+
+    /// The knob space in use (the configured one or the per-class default).
+    pub fn knob_space(&self) -> KnobSpace {
+        self.knobs
+            .clone()
+            .unwrap_or_else(|| KnobSpace::per_class_default(&self.dscps()))
+    }
+
+    /// The starting configuration (the configured one or the uniform default).
+    pub fn initial_config(&self) -> NetworkConfig {
+        self.initial.clone().unwrap_or_else(|| {
+            NetworkConfig::uniform(
+                &self.dscps(),
+                polyphony_spec::Bytes(30_000),
+                polyphony_spec::Packets(10),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_per_percentile_query_overrides_the_template_and_quantiles_are_substituted() {
+        let q = PromQueries {
+            p99: Some("tail99{dscp=\"{dscp}\"}".into()),
+            ..PromQueries::default()
+        };
+        let r = q
+            .resolve(Some("s{dscp=\"{dscp}\",quantile=\"{quantile}\"}"))
+            .expect("valid");
+        assert_eq!(
+            r.percentiles,
+            [
+                "s{dscp=\"{dscp}\",quantile=\"0.5\"}".to_string(),
+                "tail99{dscp=\"{dscp}\"}".to_string(),
+                "s{dscp=\"{dscp}\",quantile=\"0.999\"}".to_string(),
+            ]
+        );
+        assert_eq!(r.mean, None);
+    }
+
+    #[test]
+    fn each_switch_dialect_selects_its_actuator_and_an_unknown_one_is_refused() {
+        let lt: ActuatorsSection = toml::from_str(
+            r#"[switch]
+dialect = "linux-tc"
+ssh = { host = "198.18.100.1", identity = "/k", known_hosts = "/h" }
+tc = { device = "rx", link_rate = 100000000, ecn_map_pin = "/sys/fs/bpf/polyphony/pp/ecn_thresh_ns" }"#,
+        )
+        .expect("linux-tc");
+        assert!(matches!(lt.switch, Some(SwitchSection::LinuxTc(ref t)) if t.tc.device == "rx"));
+        let os9: ActuatorsSection = toml::from_str(
+            r#"[switch]
+dialect = "dell-os9"
+ports = ["TenGigabitEthernet 1/48"]
+queues = [{ dscp = 10, queue = 1 }]
+link_rate = 10000000000
+ssh = { host = "s4048", identity = "/k", known_hosts = "/h" }"#,
+        )
+        .expect("dell-os9");
+        assert!(matches!(os9.switch, Some(SwitchSection::DellOs9(_))));
+        let e = toml::from_str::<ActuatorsSection>("[switch]\ndialect = \"junos\"").expect_err("unknown dialect");
+        assert!(e.to_string().contains("junos"), "{e}");
+    }
+
+    #[test]
+    fn the_aggregate_flowsim_is_chosen_by_name_and_a_misspelt_model_is_refused() {
+        let m: ModelSection = toml::from_str("kind = \"flowsim-aggregate\"").expect("valid");
+        assert_eq!(m.kind, ModelKind::FlowSimAggregate);
+        assert_eq!(m.kind.as_str(), "flowsim-aggregate");
+        let e = toml::from_str::<ModelSection>("kind = \"aggregate\"").expect_err("unknown model");
+        let e = e.to_string();
+        assert!(e.contains("aggregate") && e.contains("flowsim-aggregate"), "{e}");
+    }
+
+    #[test]
+    fn without_a_template_every_percentile_needs_its_own_query() {
+        let q = PromQueries {
+            p50: Some("a{dscp}".into()),
+            p999: Some("c{dscp}".into()),
+            ..PromQueries::default()
+        };
+        let InvalidValue { key, value, .. } = q.resolve(None).expect_err("p99 has no query");
+        assert_eq!((key.as_str(), value.as_str()), ("sli.queries.p99", "(missing)"));
+    }
+}

@@ -1,0 +1,287 @@
+//! The rules of a daemon configuration that serde cannot express, each error naming the key
+//! and the offending value.
+
+use super::{ConfigError, DaemonConfig, InvalidValue, Mode, SliSource, TokenError, WorkloadSource};
+use polyphony_core::CoreError;
+use polyphony_spec::{Scenario, SpecError};
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+
+impl DaemonConfig {
+    /// Checks every rule; returns the workload scenario when the source names one.
+    pub fn validate(&self, path: &str) -> Result<Option<Scenario>, ConfigError> {
+        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            value: value.to_string(),
+            why: why.into(),
+        };
+        let spec = |prefix: &str, e: SpecError| match e {
+            SpecError::Invalid { field, value, why } => ConfigError::Invalid {
+                path: path.into(),
+                key: if prefix.is_empty() {
+                    field
+                } else {
+                    format!("{prefix}.{field}")
+                },
+                value,
+                why,
+            },
+            SpecError::Parse { source_name, line, why } => ConfigError::Parse {
+                path: source_name,
+                line,
+                why,
+            },
+        };
+        if !(self.interval_s.is_finite() && self.interval_s >= 0.05 && self.interval_s <= 86_400.0) {
+            return Err(bad(
+                "interval_s",
+                &self.interval_s,
+                "the control interval is in seconds, between 0.05 and 86400",
+            ));
+        }
+        if self.state_dir.as_os_str().is_empty() {
+            return Err(bad("state_dir", &"\"\"", "name a directory for controller state"));
+        }
+        // The spec's class rules (distinct DSCPs and names, SLO ≥ 1, ...), via a scenario-less check.
+        polyphony_spec::validate_classes(&self.classes, "classes").map_err(|e| spec("", e))?;
+        let space = self.knob_space();
+        space.validate_for(&self.dscps()).map_err(|e| spec("knobs", e))?;
+        self.controller.validate().map_err(|e| match e {
+            CoreError::InvalidParam { field, value, why } => ConfigError::Invalid {
+                path: path.into(),
+                key: format!("controller.{field}"),
+                value,
+                why,
+            },
+            other => bad("controller", &"(table)", &other.to_string()),
+        })?;
+        polyphony_core::Space::new(&space, self.controller.aitchison_alpha)
+            .map_err(|e| bad("knobs", &"(table)", &e.to_string()))?;
+        let init = self.initial_config();
+        init.validate().map_err(|e| spec("initial", e))?;
+        if init.classes.len() != self.classes.len() || self.classes.iter().any(|c| init.class(c.dscp).is_none()) {
+            return Err(bad(
+                "initial.classes",
+                &format!("{} classes", init.classes.len()),
+                "configure exactly the classes declared under [[classes]]",
+            ));
+        }
+        if !(self.guard.max_objective.is_finite() && self.guard.max_objective > 0.0) {
+            return Err(bad(
+                "guard.max_objective",
+                &self.guard.max_objective,
+                "a positive objective value (≈ worst SLI/SLO ratio) above which the daemon rolls back",
+            ));
+        }
+        if self.model.threads > 1024 {
+            return Err(bad(
+                "model.threads",
+                &self.model.threads,
+                "use 0 (one per core) or up to 1024",
+            ));
+        }
+        match &self.sli {
+            SliSource::Simulated => {
+                if !matches!(self.workload, WorkloadSource::Scenario { .. }) {
+                    return Err(bad(
+                        "sli.source",
+                        &"\"simulated\"",
+                        "a simulated network needs [workload] source = \"scenario\" to know its traffic",
+                    ));
+                }
+            }
+            SliSource::Emu { prefix, base_rtt_us } => {
+                if !matches!(self.workload, WorkloadSource::Scenario { .. }) {
+                    return Err(bad(
+                        "sli.source",
+                        &"\"emu\"",
+                        "the emu source replays the scenario's traffic: set [workload] source = \"scenario\"",
+                    ));
+                }
+                if prefix.is_empty()
+                    || prefix.len() > 4
+                    || !prefix.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                {
+                    return Err(bad(
+                        "sli.prefix",
+                        &format!("{prefix:?}"),
+                        "a testbed prefix is 1–4 characters [a-z0-9]",
+                    ));
+                }
+                if let Some(us) = base_rtt_us {
+                    if !(us.is_finite() && *us > 0.0) {
+                        return Err(bad("sli.base_rtt_us", us, "a positive number of microseconds"));
+                    }
+                }
+            }
+            SliSource::Prometheus { url, query, queries } => {
+                check_url("sli.url", url).map_err(|e| e.in_file(path))?;
+                queries.resolve(query.as_deref()).map_err(|e| e.in_file(path))?;
+            }
+            SliSource::Workfeed { base_rtt_us, min_flows } => {
+                if !matches!(self.workload, WorkloadSource::Workfeed { .. }) {
+                    return Err(bad(
+                        "sli.source",
+                        &"\"workfeed\"",
+                        "SLIs from Workfeed need the flows it captures: set [workload] source = \"workfeed\"",
+                    ));
+                }
+                if let Some(us) = base_rtt_us {
+                    if !(us.is_finite() && *us > 0.0) {
+                        return Err(bad("sli.base_rtt_us", us, "a positive number of microseconds"));
+                    }
+                }
+                if *min_flows == 0 {
+                    return Err(bad(
+                        "sli.min_flows",
+                        min_flows,
+                        "at least 1 flow per class is needed for a percentile",
+                    ));
+                }
+            }
+        }
+        let scenario = match &self.workload {
+            WorkloadSource::Scenario { scenario } => {
+                let shown = scenario.display().to_string();
+                let text = std::fs::read_to_string(scenario).map_err(|e| ConfigError::Invalid {
+                    path: path.into(),
+                    key: "workload.scenario".into(),
+                    value: format!("{shown:?}"),
+                    why: format!("cannot read the scenario: {e}"),
+                })?;
+                let s = Scenario::from_toml(&text, &shown).map_err(|e| spec("workload.scenario", e))?;
+                let mut a = s.dscps();
+                let mut b = self.dscps();
+                a.sort();
+                b.sort();
+                if a != b {
+                    return Err(bad(
+                        "workload.scenario",
+                        &format!("{shown:?}"),
+                        "the scenario's classes (DSCPs) differ from [[classes]]",
+                    ));
+                }
+                Some(s)
+            }
+            WorkloadSource::Trace { .. } => None,
+            WorkloadSource::Workfeed {
+                listen,
+                window_s,
+                key_file,
+                hosts,
+            } => {
+                self.validate_workfeed(path, *listen, *window_s, key_file.as_deref(), hosts)?;
+                None
+            }
+        };
+        if self.mode == Mode::Apply && self.actuators.is_empty() && !matches!(self.sli, SliSource::Simulated) {
+            return Err(bad(
+                "mode",
+                &"\"apply\"",
+                "apply mode needs at least one [actuators.*] table (or use mode = \"advise\")",
+            ));
+        }
+        if let Some(t) = &self.http.token_file {
+            read_token(t).map_err(|e| {
+                bad(
+                    "http.token_file",
+                    &format!("{:?}", t.display().to_string()),
+                    &e.to_string(),
+                )
+            })?;
+        }
+        Ok(scenario)
+    }
+}
+
+impl DaemonConfig {
+    fn validate_workfeed(
+        &self,
+        path: &str,
+        listen: SocketAddr,
+        window_s: f64,
+        key_file: Option<&Path>,
+        hosts: &BTreeMap<Ipv4Addr, u32>,
+    ) -> Result<(), ConfigError> {
+        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            value: value.to_string(),
+            why: why.into(),
+        };
+        if !(window_s.is_finite() && window_s > 0.0 && window_s <= 86_400.0) {
+            return Err(bad(
+                "workload.window_s",
+                &window_s,
+                "seconds of recent flows, in (0, 86400]",
+            ));
+        }
+        match key_file {
+            Some(k) => {
+                workfeed::wire::AuthKey::from_file(k).map_err(|e| {
+                    bad(
+                        "workload.key_file",
+                        &format!("{:?}", k.display().to_string()),
+                        &e.to_string(),
+                    )
+                })?;
+            }
+            None if !listen.ip().is_loopback() => {
+                return Err(bad(
+                    "workload.key_file",
+                    &"(missing)",
+                    "a Workfeed listener on a non-loopback address needs the agents' HMAC key file (≥ 16 bytes)",
+                ))
+            }
+            None => {}
+        }
+        if hosts.is_empty() {
+            return Err(bad(
+                "workload.hosts",
+                &"{}",
+                "map every captured address to a [topology] host (\"198.18.1.2\" = 0); without it no flow can be modelled",
+            ));
+        }
+        let n = polyphony_model::Topology::from_spec(&self.topology)
+            .map(|t| t.hosts())
+            .map_err(|e| bad("topology", &"(table)", &e.to_string()))?;
+        if let Some((addr, id)) = hosts.iter().find(|(_, id)| **id >= n) {
+            return Err(bad(
+                &format!("workload.hosts.\"{addr}\""),
+                id,
+                &format!("the topology has {n} hosts, numbered 0..{}", n.saturating_sub(1)),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Reads the bearer token: the file's first line, trimmed, at least 16 characters.
+pub fn read_token(path: &Path) -> Result<String, TokenError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.len() < 16 {
+        return Err(TokenError::Short {
+            path: path.to_path_buf(),
+            len: token.len(),
+        });
+    }
+    Ok(token)
+}
+
+fn check_url(key: &str, url: &str) -> Result<(), InvalidValue> {
+    if url.starts_with("http://") && url.len() > "http://".len() {
+        Ok(())
+    } else {
+        Err(InvalidValue::new(
+            key,
+            format!("{url:?}"),
+            "an http:// URL, e.g. \"http://127.0.0.1:9100/metrics\"",
+        ))
+    }
+}
