@@ -5,6 +5,7 @@
 //! (the benchmark feeds it synthetic records). Every datagram gets the next sequence number of
 //! this agent's epoch (the agent's start time), so the aggregator counts loss exactly.
 
+use crate::ipfix_udp::{IpfixExportConfig, IpfixExportError, IpfixExporter};
 use crate::loader::{LoadError, Probe, ProbeFilter, RecordReader};
 use crate::metrics::{AgentMetrics, ProbeLabel, MISSED_EVENTS};
 use crate::record::FlowRecord;
@@ -32,6 +33,8 @@ pub struct AgentConfig {
     pub flush_interval: Duration,
     /// Tag datagrams with HMAC-SHA256 under this key.
     pub key: Option<AuthKey>,
+    /// Also export every kept record as IPFIX to these collectors.
+    pub ipfix: Option<IpfixExportConfig>,
 }
 
 impl AgentConfig {
@@ -44,6 +47,7 @@ impl AgentConfig {
             batch_records: 24,
             flush_interval: Duration::from_millis(200),
             key: None,
+            ipfix: None,
         }
     }
 }
@@ -60,6 +64,9 @@ pub enum AgentError {
     /// A setting is out of range.
     #[error("batch_records = {0}: use 1..={MAX_RECORDS}")]
     BadBatch(usize),
+    /// The IPFIX exporter could not start.
+    #[error("IPFIX export")]
+    Ipfix(#[from] IpfixExportError),
 }
 
 /// Nanoseconds to add to a CLOCK_MONOTONIC reading to get Unix time, now.
@@ -86,6 +93,7 @@ pub struct Sender {
     epoch: u64,
     seq: u64,
     pending: Vec<FlowRecord>,
+    ipfix: Option<IpfixExporter>,
     metrics: AgentMetrics,
 }
 
@@ -101,6 +109,10 @@ impl Sender {
             "[::]:0".parse().map_err(std::io::Error::other)?
         };
         let socket = UdpSocket::bind(bind).await?;
+        let ipfix = match &cfg.ipfix {
+            Some(c) => Some(IpfixExporter::new(c.clone(), metrics.ipfix_export.clone()).await?),
+            None => None,
+        };
         let epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -110,6 +122,7 @@ impl Sender {
             socket,
             epoch,
             seq: 0,
+            ipfix,
             metrics,
         })
     }
@@ -127,14 +140,21 @@ impl Sender {
             return;
         }
         self.pending.push(r);
+        if let Some(x) = self.ipfix.as_mut() {
+            x.push(r, self.cfg.sample);
+        }
         if self.pending.len() >= self.cfg.batch_records {
             self.flush().await;
         }
     }
 
-    /// Sends what is queued, if anything. A failed send is counted; its sequence number is
-    /// still used, so the aggregator sees the gap.
+    /// Sends what is queued, if anything, to the aggregator and to the IPFIX collectors (which
+    /// also get a due template refresh when nothing is queued). A failed send is counted; its
+    /// sequence number is still used, so the aggregator sees the gap.
     pub async fn flush(&mut self) {
+        if let Some(x) = self.ipfix.as_mut() {
+            x.flush(crate::aggregator::unix_now()).await;
+        }
         if self.pending.is_empty() {
             return;
         }

@@ -6,10 +6,17 @@
 //! others call [`Aggregator::window`]. Forwarding re-sends every newly accepted record, with its
 //! keep probability, as this aggregator's own agent stream (own id, epoch and sequence numbers),
 //! so the upstream de-duplicates and counts loss exactly as it does for agents.
+//!
+//! IPFIX (RFC 7011, [`crate::ipfix`]): with `ipfix_listen` the aggregator also reads IPFIX
+//! messages from existing exporters (switches, hosts' flow exporters, other Workfeed agents
+//! exporting IPFIX) on a second UDP socket into the same connection table; with `ipfix_export`
+//! it sends every newly accepted record, from either input, to IPFIX collectors.
 
 use crate::agent::{AgentConfig, Sender};
 use crate::collector::{Collector, CollectorConfig, Connection, FlowDirections};
 use crate::hosts::HostMap;
+use crate::ipfix::DOCUMENTATION_PEN;
+use crate::ipfix_udp::{IpfixExportConfig, IpfixExporter, IpfixImporter};
 use crate::metrics::{AgentMetrics, AggregatorMetrics};
 use crate::record::FlowRecord;
 use crate::sampling::KeepProbability;
@@ -44,6 +51,13 @@ pub struct AggregatorConfig {
     pub directions: FlowDirections,
     /// Forward accepted records here.
     pub upstream: Option<UpstreamConfig>,
+    /// Also read IPFIX messages from exporters on this UDP address.
+    pub ipfix_listen: Option<SocketAddr>,
+    /// The private enterprise number under which imported IPFIX carries Workfeed's own
+    /// elements ([`crate::ipfix`]).
+    pub ipfix_enterprise: u32,
+    /// Export every newly accepted record as IPFIX to these collectors.
+    pub ipfix_export: Option<IpfixExportConfig>,
 }
 
 /// Where and how to forward.
@@ -70,6 +84,9 @@ impl AggregatorConfig {
             hosts: HostMap::default(),
             directions: FlowDirections::default(),
             upstream: None,
+            ipfix_listen: None,
+            ipfix_enterprise: DOCUMENTATION_PEN,
+            ipfix_export: None,
         }
     }
 }
@@ -88,6 +105,9 @@ pub enum AggregatorError {
     /// The forwarder could not start.
     #[error("upstream forwarder: {0}")]
     Upstream(#[from] crate::agent::AgentError),
+    /// The IPFIX exporter could not start.
+    #[error("IPFIX export")]
+    IpfixExport(#[from] crate::ipfix_udp::IpfixExportError),
     /// The captured flows do not form a valid workload.
     #[error("building the workload window: {0}")]
     Window(#[from] SpecError),
@@ -113,6 +133,7 @@ struct Inner {
     cfg: AggregatorConfig,
     collector: Mutex<Collector>,
     socket: UdpSocket,
+    ipfix_socket: Option<UdpSocket>,
     metrics: AggregatorMetrics,
 }
 
@@ -151,6 +172,16 @@ impl Aggregator {
                 source,
             })?;
         set_recv_buffer(&socket, cfg.recv_buffer);
+        let ipfix_socket = match cfg.ipfix_listen {
+            None => None,
+            Some(addr) => {
+                let s = UdpSocket::bind(addr)
+                    .await
+                    .map_err(|source| AggregatorError::Io { addr, source })?;
+                set_recv_buffer(&s, cfg.recv_buffer);
+                Some(s)
+            }
+        };
         let collector = Collector::new(
             CollectorConfig {
                 key: cfg.key.clone(),
@@ -164,6 +195,7 @@ impl Aggregator {
                 cfg,
                 collector: Mutex::new(collector),
                 socket,
+                ipfix_socket,
                 metrics,
             }),
         })
@@ -175,6 +207,13 @@ impl Aggregator {
             addr: self.inner.cfg.listen,
             source,
         })
+    }
+
+    /// The bound IPFIX address, if it reads IPFIX (useful with port 0).
+    pub fn ipfix_addr(&self) -> Option<Result<SocketAddr, AggregatorError>> {
+        let s = self.inner.ipfix_socket.as_ref()?;
+        let addr = self.inner.cfg.ipfix_listen.unwrap_or(self.inner.cfg.listen);
+        Some(s.local_addr().map_err(|source| AggregatorError::Io { addr, source }))
     }
 
     /// The counters.
@@ -233,7 +272,13 @@ impl Aggregator {
                 Some(Forwarder::new(c).await?)
             }
         };
+        let mut export = match &self.inner.cfg.ipfix_export {
+            None => None,
+            Some(c) => Some(IpfixExporter::new(c.clone(), self.inner.metrics.ipfix_export.clone()).await?),
+        };
+        let mut importer = IpfixImporter::new(self.inner.cfg.ipfix_enterprise);
         let mut buf = vec![0u8; 65_536];
+        let mut ipfix_buf = vec![0u8; 65_536];
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let retention = Nanos(self.inner.cfg.retention.as_nanos() as u64);
@@ -246,27 +291,71 @@ impl Aggregator {
                     if let Some(f) = forward.as_mut() {
                         f.flush(&self.inner.metrics).await;
                     }
+                    if let Some(x) = export.as_mut() {
+                        x.flush(unix_now()).await;
+                    }
                 }
                 got = self.inner.socket.recv_from(&mut buf) => {
                     let (n, from) = got.map_err(|source| AggregatorError::Io { addr: self.inner.cfg.listen, source })?;
                     let accepted = self.collector().ingest(&buf[..n]);
                     match accepted {
-                        Ok(a) => {
-                            if let Some(f) = forward.as_mut() {
-                                for (r, k) in a.records {
-                                    f.push(r, k, &self.inner.metrics).await;
-                                }
-                            }
-                        }
+                        Ok(a) => self.pass_on(a.records, &mut forward, &mut export).await,
                         Err(e) => tracing::debug!(%from, error = %e, "rejected a datagram"),
                     }
+                }
+                got = recv_optional(self.inner.ipfix_socket.as_ref(), &mut ipfix_buf) => {
+                    let addr = self.inner.cfg.ipfix_listen.unwrap_or(self.inner.cfg.listen);
+                    let (n, from) = got.map_err(|source| AggregatorError::Io { addr, source })?;
+                    let imported = importer.import(from, &ipfix_buf[..n], &self.inner.metrics);
+                    if let Some(e) = imported.rejected.first() {
+                        tracing::debug!(%from, error = %e, rejected = imported.rejected.len(), "IPFIX not imported");
+                    }
+                    let fresh: Vec<_> = {
+                        let mut c = self.collector();
+                        imported
+                            .records
+                            .into_iter()
+                            .filter_map(|(r, k)| c.insert(r, k).map(|k| (r, k)))
+                            .collect()
+                    };
+                    self.pass_on(fresh, &mut forward, &mut export).await;
                 }
             }
         }
         if let Some(f) = forward.as_mut() {
             f.flush(&self.inner.metrics).await;
         }
+        if let Some(x) = export.as_mut() {
+            x.flush(unix_now()).await;
+        }
         Ok(())
+    }
+
+    /// Sends newly accepted records upstream and to the IPFIX collectors.
+    async fn pass_on(
+        &self,
+        records: Vec<(FlowRecord, KeepProbability)>,
+        forward: &mut Option<Forwarder>,
+        export: &mut Option<IpfixExporter>,
+    ) {
+        if let Some(x) = export.as_mut() {
+            for (r, k) in &records {
+                x.push(*r, *k);
+            }
+        }
+        if let Some(f) = forward.as_mut() {
+            for (r, k) in records {
+                f.push(r, k, &self.inner.metrics).await;
+            }
+        }
+    }
+}
+
+/// Receives on `socket`, or never when there is none.
+async fn recv_optional(socket: Option<&UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+    match socket {
+        Some(s) => s.recv_from(buf).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -9,6 +9,8 @@ use crate::agent::{run_agent, AgentConfig, AgentError};
 use crate::aggregator::{Aggregator, AggregatorConfig, AggregatorError, UpstreamConfig};
 use crate::collector::FlowDirections;
 use crate::hosts::HostMap;
+use crate::ipfix::{IpfixExporterConfig, DOCUMENTATION_PEN};
+use crate::ipfix_udp::IpfixExportConfig;
 use crate::loader::{LoadError, ProbeFilter};
 use crate::metrics::{AgentMetrics, AggregatorMetrics};
 use crate::sampling::{BadProbability, KeepProbability};
@@ -64,6 +66,14 @@ pub struct AgentArgs {
     /// /run/netns/NAME (repeatable).
     #[arg(long = "netns")]
     pub netns: Vec<PathBuf>,
+    /// Also export every kept record as IPFIX (RFC 7011) to this collector, e.g. an nfcapd
+    /// on 127.0.0.1:4739 (repeatable).
+    #[arg(long = "ipfix-export")]
+    pub ipfix_export: Vec<SocketAddr>,
+    /// Private enterprise number of Workfeed's own IPFIX elements (default 32473, the number
+    /// reserved for documentation).
+    #[arg(long)]
+    pub ipfix_enterprise: Option<u32>,
 }
 
 /// Flags of `workfeed aggregator`.
@@ -111,6 +121,27 @@ pub struct AggregatorArgs {
     /// Rewrite this file with the last window's flows (JSON lines) at every report.
     #[arg(long)]
     pub trace_out: Option<PathBuf>,
+    /// Also read IPFIX (RFC 7011) from exporters on this UDP address, e.g. 0.0.0.0:4739.
+    #[arg(long)]
+    pub ipfix_listen: Option<SocketAddr>,
+    /// Export every newly accepted record as IPFIX to this collector (repeatable).
+    #[arg(long = "ipfix-export")]
+    pub ipfix_export: Vec<SocketAddr>,
+    /// Private enterprise number of Workfeed's own IPFIX elements, read and written (default
+    /// 32473, the number reserved for documentation).
+    #[arg(long)]
+    pub ipfix_enterprise: Option<u32>,
+}
+
+/// The IPFIX export settings of `destinations` (none: no export).
+fn ipfix_export(destinations: &[SocketAddr], domain: u32, enterprise: Option<u32>) -> Option<IpfixExportConfig> {
+    (!destinations.is_empty()).then(|| IpfixExportConfig {
+        destinations: destinations.to_vec(),
+        exporter: IpfixExporterConfig {
+            enterprise: enterprise.unwrap_or(DOCUMENTATION_PEN),
+            ..IpfixExporterConfig::new(domain)
+        },
+    })
 }
 
 /// A configuration or start-up problem.
@@ -186,6 +217,12 @@ impl AgentArgs {
             key_file: self.key_file.or(file.key_file),
             ports: if self.ports.is_empty() { file.ports } else { self.ports },
             netns: if self.netns.is_empty() { file.netns } else { self.netns },
+            ipfix_export: if self.ipfix_export.is_empty() {
+                file.ipfix_export
+            } else {
+                self.ipfix_export
+            },
+            ipfix_enterprise: self.ipfix_enterprise.or(file.ipfix_enterprise),
         })
     }
 
@@ -203,6 +240,7 @@ impl AgentArgs {
             cfg.flush_interval = Duration::from_millis(ms.max(1));
         }
         cfg.key = key(self.key_file.as_ref())?;
+        cfg.ipfix = ipfix_export(&self.ipfix_export, cfg.agent_id, self.ipfix_enterprise);
         let netns_inodes = self
             .netns
             .iter()
@@ -239,6 +277,13 @@ impl AggregatorArgs {
             report_s: self.report_s.or(f.report_s),
             window_s: self.window_s.or(f.window_s),
             trace_out: self.trace_out.or(f.trace_out),
+            ipfix_listen: self.ipfix_listen.or(f.ipfix_listen),
+            ipfix_export: if self.ipfix_export.is_empty() {
+                f.ipfix_export
+            } else {
+                self.ipfix_export
+            },
+            ipfix_enterprise: self.ipfix_enterprise.or(f.ipfix_enterprise),
         })
     }
 
@@ -266,6 +311,15 @@ impl AggregatorArgs {
                 key: key(self.upstream_key_file.as_ref())?,
             });
         }
+        cfg.ipfix_listen = self.ipfix_listen;
+        if let Some(e) = self.ipfix_enterprise {
+            cfg.ipfix_enterprise = e;
+        }
+        cfg.ipfix_export = ipfix_export(
+            &self.ipfix_export,
+            self.upstream_id.unwrap_or_else(host_agent_id),
+            self.ipfix_enterprise,
+        );
         Ok(cfg)
     }
 }
@@ -306,6 +360,9 @@ pub async fn run_aggregator_command(
 ) -> Result<(), CliError> {
     let (agg, args) = start_aggregator_command(args, registry).await?;
     tracing::info!(listen = ?agg.local_addr().ok(), "Workfeed aggregator listening");
+    if let Some(addr) = agg.ipfix_addr() {
+        tracing::info!(listen = ?addr.ok(), "reading IPFIX from exporters");
+    }
     let report = Duration::from_secs(args.report_s.unwrap_or(10).max(1));
     let window = Duration::from_secs(args.window_s.unwrap_or(60).max(1));
     let reporter = {

@@ -17,6 +17,8 @@ pub mod aggregator;
 pub mod cli;
 pub mod collector;
 pub mod hosts;
+pub mod ipfix;
+pub mod ipfix_udp;
 pub mod loader;
 pub mod metrics;
 pub mod record;

@@ -67,6 +67,40 @@ pub struct AggregatorMetrics {
     pub one_sided_evicted: Family<SideLabel, Counter>,
     /// Flows of the last window left out because nothing reported tells their class.
     pub window_unclassified: Gauge,
+    /// IPFIX messages received on the IPFIX listener.
+    pub ipfix_messages: Counter,
+    /// IPFIX data records, sets or messages not imported, by reason (`malformed`,
+    /// `missing_element`, `no_template`, `bad_probability`, `bad_time`, `too_many_exporters`).
+    pub ipfix_rejected: Family<ReasonLabel, Counter>,
+    /// IPFIX export: messages sent and sends that failed.
+    pub ipfix_export: IpfixExportMetrics,
+}
+
+/// Counters of one IPFIX exporter (agent or aggregator).
+#[derive(Debug, Clone, Default)]
+pub struct IpfixExportMetrics {
+    /// Messages sent (each to every destination counts once per destination).
+    pub messages_sent: Counter,
+    /// Data records sent (per destination).
+    pub records_sent: Counter,
+    /// Sends that failed.
+    pub send_errors: Counter,
+}
+
+impl IpfixExportMetrics {
+    fn register(&self, r: &mut Registry) {
+        r.register(
+            "ipfix_messages_sent",
+            "IPFIX messages sent, per destination",
+            self.messages_sent.clone(),
+        );
+        r.register(
+            "ipfix_records_sent",
+            "IPFIX data records sent, per destination",
+            self.records_sent.clone(),
+        );
+        r.register("ipfix_send_errors", "IPFIX sends that failed", self.send_errors.clone());
+    }
 }
 
 impl AggregatorMetrics {
@@ -124,6 +158,13 @@ impl AggregatorMetrics {
             "Flows of the last window left out as unclassified (no DSCP evidence)",
             self.window_unclassified.clone(),
         );
+        r.register("ipfix_messages", "IPFIX messages received", self.ipfix_messages.clone());
+        r.register(
+            "ipfix_rejected",
+            "IPFIX records, sets or messages not imported, by reason",
+            self.ipfix_rejected.clone(),
+        );
+        self.ipfix_export.register(r);
     }
 
     /// Count of rejected datagrams for one reason.
@@ -156,6 +197,8 @@ pub struct AgentMetrics {
     pub send_errors: Counter,
     /// The probe's own counters (totals over CPUs), e.g. `ringbuf_full`, and [`MISSED_EVENTS`].
     pub probe: Family<ProbeLabel, Gauge>,
+    /// IPFIX export: messages sent and sends that failed.
+    pub ipfix_export: IpfixExportMetrics,
 }
 
 impl AgentMetrics {
@@ -188,6 +231,7 @@ impl AgentMetrics {
             "The eBPF probe's counters (records lost in the kernel: ringbuf_full, open_failed, untracked_close; missed_events = state changes no probe program handled; standby_events = skips of a main program its standby covered)",
             self.probe.clone(),
         );
+        self.ipfix_export.register(r);
     }
 
     /// The probe's counters as last published: [`workfeed_ebpf::Stat::ALL`] in order, then
