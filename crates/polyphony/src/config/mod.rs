@@ -174,6 +174,16 @@ pub enum WorkloadSource {
         /// endpoint not listed here are left out of the window and counted.
         #[serde(deserialize_with = "ipv4_keys")]
         hosts: BTreeMap<Ipv4Addr, u32>,
+        /// Also read IPFIX (RFC 7011) on this UDP address, from exporters already deployed
+        /// (switches, hosts' flow exporters, Workfeed agents with `--ipfix-export`), into the
+        /// same window. IPFIX over UDP carries no authentication: expose it only to the
+        /// exporters' network.
+        #[serde(default)]
+        ipfix_listen: Option<SocketAddr>,
+        /// Private enterprise number under which IPFIX records carry Workfeed's own elements
+        /// (default 32473, the number reserved for documentation; docs/workfeed.md).
+        #[serde(default)]
+        ipfix_enterprise: Option<u32>,
     },
 }
 

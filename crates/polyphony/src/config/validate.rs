@@ -171,6 +171,7 @@ impl DaemonConfig {
                 window_s,
                 key_file,
                 hosts,
+                ..
             } => {
                 self.validate_workfeed(path, *listen, *window_s, key_file.as_deref(), hosts)?;
                 None

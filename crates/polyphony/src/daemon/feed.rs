@@ -20,7 +20,11 @@
 //! The receive loop runs under [`super::supervise`]: if the socket fails it is restarted with
 //! backoff (1 s doubling to 60 s), logged and counted.
 //!
-//! Touches: one UDP socket (receive only) on `workload.listen`.
+//! With `workload.ipfix_listen` the aggregator also reads IPFIX (RFC 7011) from exporters on a
+//! second socket into the same connection table (the workfeed crate's `ipfix` module).
+//!
+//! Touches: one UDP socket (receive only) on `workload.listen`, and one on
+//! `workload.ipfix_listen` when set.
 
 use super::supervise::{supervise, Backoff};
 use crate::config::WorkloadSource;
@@ -34,6 +38,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tracing::{debug, info, warn};
 use workfeed::aggregator::{Aggregator, AggregatorConfig};
+use workfeed::ipfix::DOCUMENTATION_PEN;
 use workfeed::metrics::AggregatorMetrics;
 use workfeed::wire::AuthKey;
 use workfeed::{CapturedFlow, WorkloadWindow};
@@ -41,10 +46,21 @@ use workfeed::{CapturedFlow, WorkloadWindow};
 /// Closed connections are kept at least this long (the workfeed crate's default).
 const MIN_RETENTION: Duration = Duration::from_secs(600);
 
+/// Where the embedded aggregator reads IPFIX, and under which enterprise number it finds
+/// Workfeed's own elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpfixInput {
+    /// UDP address to read IPFIX on.
+    pub listen: SocketAddr,
+    /// Private enterprise number of Workfeed's elements.
+    pub enterprise: u32,
+}
+
 /// A bound, serving aggregator.
 pub struct Feed {
     agg: Aggregator,
     listen: SocketAddr,
+    ipfix: Option<IpfixInput>,
     key_file: Option<PathBuf>,
     retention: Duration,
     task: tokio::task::JoinHandle<()>,
@@ -60,8 +76,17 @@ impl Drop for Feed {
 impl Feed {
     /// Binds the aggregator of a `[workload] source = "workfeed"` section and starts serving it.
     /// Needs a tokio runtime.
-    pub async fn bind(listen: SocketAddr, window_s: f64, key_file: Option<&PathBuf>) -> Result<Feed> {
+    pub async fn bind(
+        listen: SocketAddr,
+        window_s: f64,
+        key_file: Option<&PathBuf>,
+        ipfix: Option<IpfixInput>,
+    ) -> Result<Feed> {
         let mut cfg = AggregatorConfig::new(listen);
+        if let Some(i) = ipfix {
+            cfg.ipfix_listen = Some(i.listen);
+            cfg.ipfix_enterprise = i.enterprise;
+        }
         cfg.key = key_file
             .map(|p| AuthKey::from_file(p))
             .transpose()
@@ -76,6 +101,10 @@ impl Feed {
             info!("Workfeed aggregator accepts untagged datagrams (no workload.key_file; loopback only)");
         }
         info!("Workfeed aggregator listening on udp://{addr}");
+        if let Some(a) = agg.ipfix_addr() {
+            let a = a.map_err(|e| anyhow!("{e}"))?;
+            info!("Workfeed aggregator reading IPFIX on udp://{a} (unauthenticated: exporters' network only)");
+        }
         let served = agg.clone();
         let restarts = Counter::default();
         // The receive loop ends only on a socket error; it is restarted with backoff, counted
@@ -92,6 +121,7 @@ impl Feed {
         Ok(Feed {
             agg,
             listen,
+            ipfix,
             key_file: key_file.cloned(),
             retention,
             task,
@@ -107,9 +137,14 @@ impl Feed {
                 listen,
                 window_s,
                 key_file,
+                ipfix_listen,
+                ipfix_enterprise,
                 ..
             } => {
                 *listen == self.listen
+                    && *ipfix_listen == self.ipfix.map(|i| i.listen)
+                    && ipfix_enterprise.unwrap_or(DOCUMENTATION_PEN)
+                        == self.ipfix.map_or(DOCUMENTATION_PEN, |i| i.enterprise)
                     && key_file.as_ref() == self.key_file.as_ref()
                     && Duration::from_secs_f64(2.0 * window_s) <= self.retention
             }

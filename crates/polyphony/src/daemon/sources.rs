@@ -12,7 +12,7 @@
 //! Talks only to the configured Prometheus URL and the Workfeed listen socket; reads only the
 //! configured trace and key files.
 
-use super::feed::{Feed, LeftOut};
+use super::feed::{Feed, IpfixInput, LeftOut};
 use crate::config::{DaemonConfig, LoadedConfig, ResolvedQueries, SliSource, WorkloadSource};
 use crate::prom_query::query_one;
 use anyhow::{anyhow, bail, Context, Result};
@@ -22,6 +22,7 @@ use polyphony_spec::{ClassSli, Dscp, Nanos, NetworkConfig, SliVector, Workload};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
+use workfeed::ipfix::DOCUMENTATION_PEN;
 
 /// One interval's inputs to the controller.
 #[derive(Debug, Clone)]
@@ -171,10 +172,18 @@ impl Sources {
                 window_s,
                 key_file,
                 hosts,
+                ipfix_listen,
+                ipfix_enterprise,
             } => {
                 let feed = match reuse.filter(|f| f.serves(w)) {
                     Some(f) => f,
-                    None => Arc::new(Feed::bind(*listen, *window_s, key_file.as_ref()).await?),
+                    None => {
+                        let ipfix = ipfix_listen.map(|listen| IpfixInput {
+                            listen,
+                            enterprise: ipfix_enterprise.unwrap_or(DOCUMENTATION_PEN),
+                        });
+                        Arc::new(Feed::bind(*listen, *window_s, key_file.as_ref(), ipfix).await?)
+                    }
                 };
                 WindowSource::Workfeed(WorkfeedWindow {
                     feed,
