@@ -3,13 +3,14 @@
 #
 # On a fresh Debian machine, run as root: it installs what the tests need (clang and bpftool
 # for the eBPF programs, iproute2 and ethtool for the namespace testbed, openssh-server for the
-# switch-CLI transport test, prometheus for the scrape test, nfdump for the IPFIX export test),
+# switch-CLI transport test, prometheus for the scrape test, nfdump for the IPFIX export test,
+# nats-server for the JetStream test),
 # then checks formatting and lints and runs every test of the workspace. Tests that need root, namespaces or eBPF run when this
 # script runs as root and are skipped, saying so, otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(clang llvm libbpf-dev bpftool iproute2 ethtool openssh-server openssh-client prometheus nfdump procps util-linux fonts-dejavu-core)
+PACKAGES=(clang llvm libbpf-dev bpftool iproute2 ethtool openssh-server openssh-client prometheus nfdump nats-server procps util-linux fonts-dejavu-core)
 
 if [ "$(id -u)" = 0 ]; then
     missing=()

@@ -61,8 +61,8 @@ pub fn workfeed(cmd: workfeed::cli::WorkfeedCommand) -> Result<(), Failure> {
             }
         };
         let r = match cmd {
-            WorkfeedCommand::Agent(a) => run_agent_command(a, &mut registry, shutdown).await,
-            WorkfeedCommand::Aggregator(a) => run_aggregator_command(a, &mut registry, shutdown).await,
+            WorkfeedCommand::Agent(a) => run_agent_command(*a, &mut registry, shutdown).await,
+            WorkfeedCommand::Aggregator(a) => run_aggregator_command(*a, &mut registry, shutdown).await,
         };
         r.map_err(|e| Failure::Runtime(anyhow!("{e}")))
     })

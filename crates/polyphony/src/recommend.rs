@@ -223,7 +223,7 @@ fn config_window(loaded: &LoadedConfig, iteration: u64) -> anyhow::Result<Worklo
             }
             .map_err(|e| anyhow!("{e}"))
         }
-        WorkloadSource::Workfeed { .. } => Err(anyhow!(
+        WorkloadSource::Workfeed { .. } | WorkloadSource::Nats { .. } => Err(anyhow!(
             "the config's workload comes from Workfeed, which a one-shot command cannot listen to: pass --workload TRACE \
              (a running daemon serves its last window as one: curl 'http://127.0.0.1:9464/v1/workload?format=jsonl')"
         )),

@@ -160,6 +160,27 @@ fn sli_and_workfeed_cases(good: &str, dir: &Path) -> Vec<(String, Vec<&'static s
         ),
         (prom(wf_sli), vec!["sli.source", "[workload] source = \"workfeed\""]),
         (
+            wf(wf_sli, &format!("source = \"nats\"\nurl = \"http://127.0.0.1:4222\"\nwindow_s = 10\n{hosts}")),
+            vec!["workload.url", "nats://"],
+        ),
+        (
+            wf(
+                wf_sli,
+                &format!(
+                    "source = \"nats\"\nurl = \"nats://127.0.0.1:4222\"\nwindow_s = 10\nuser = \"u\"\npassword_file = \"{k}\"\ntoken_file = \"{k}\"\n{hosts}",
+                    k = good_key.display()
+                ),
+            ),
+            vec!["workload.token_file", "one way to authenticate"],
+        ),
+        (
+            wf(
+                wf_sli,
+                &format!("source = \"nats\"\nurl = \"nats://127.0.0.1:4222\"\nconsumer = \"a.b\"\nwindow_s = 10\n{hosts}"),
+            ),
+            vec!["workload.consumer", "\"a.b\""],
+        ),
+        (
             wf(
                 "source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nquery = \"q{dscp}{quantile}\"",
                 "source = \"workfeed\"\nlisten = \"127.0.0.1:0\"\nwindow_s = 10\nhosts = {}",

@@ -6,6 +6,7 @@
 //! this agent's epoch (the agent's start time), so the aggregator counts loss exactly.
 
 use crate::ipfix_udp::{IpfixExportConfig, IpfixExportError, IpfixExporter};
+use crate::jetstream::{JetStreamPublisher, NatsError, NatsTarget};
 use crate::loader::{LoadError, Probe, ProbeFilter, RecordReader};
 use crate::metrics::{AgentMetrics, ProbeLabel, MISSED_EVENTS};
 use crate::record::FlowRecord;
@@ -23,8 +24,8 @@ use workfeed_ebpf::RawRecord;
 pub struct AgentConfig {
     /// This agent's id (unique among the aggregator's agents).
     pub agent_id: u32,
-    /// Where to send.
-    pub aggregator: SocketAddr,
+    /// The aggregator to send datagrams to over UDP (none: only to the other destinations).
+    pub aggregator: Option<SocketAddr>,
     /// Keep probability for hash-based sampling.
     pub sample: KeepProbability,
     /// Records per datagram (1..=[`MAX_RECORDS`]); 24 keeps a tagged datagram under 1 500 bytes.
@@ -35,6 +36,8 @@ pub struct AgentConfig {
     pub key: Option<AuthKey>,
     /// Also export every kept record as IPFIX to these collectors.
     pub ipfix: Option<IpfixExportConfig>,
+    /// Also publish every datagram to this JetStream stream, under `<prefix>.<source>`.
+    pub jetstream: Option<(NatsTarget, String)>,
 }
 
 impl AgentConfig {
@@ -42,12 +45,13 @@ impl AgentConfig {
     pub fn new(agent_id: u32, aggregator: SocketAddr) -> AgentConfig {
         AgentConfig {
             agent_id,
-            aggregator,
+            aggregator: Some(aggregator),
             sample: KeepProbability::ALL,
             batch_records: 24,
             flush_interval: Duration::from_millis(200),
             key: None,
             ipfix: None,
+            jetstream: None,
         }
     }
 }
@@ -67,6 +71,12 @@ pub enum AgentError {
     /// The IPFIX exporter could not start.
     #[error("IPFIX export")]
     Ipfix(#[from] IpfixExportError),
+    /// The JetStream publisher could not start.
+    #[error("JetStream publishing")]
+    JetStream(#[from] NatsError),
+    /// Nowhere to send.
+    #[error("the agent has no destination: give an aggregator, a NATS server or both")]
+    NoDestination,
 }
 
 /// Nanoseconds to add to a CLOCK_MONOTONIC reading to get Unix time, now.
@@ -85,6 +95,10 @@ pub fn monotonic_to_unix_offset() -> i128 {
     r - (m0 + m1) / 2
 }
 
+/// Longest one flush waits for JetStream's acknowledgements (what is not acknowledged by then
+/// stays queued for the next flush).
+const JETSTREAM_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The sending half: sampling, batching, sequence numbers, UDP.
 #[derive(Debug)]
 pub struct Sender {
@@ -94,16 +108,25 @@ pub struct Sender {
     seq: u64,
     pending: Vec<FlowRecord>,
     ipfix: Option<IpfixExporter>,
+    jetstream: Option<JetStreamPublisher>,
     metrics: AgentMetrics,
 }
 
 impl Sender {
-    /// Binds an ephemeral UDP socket of the aggregator's address family.
+    /// Binds an ephemeral UDP socket of the aggregator's address family, and connects to the
+    /// JetStream server if one is configured.
     pub async fn new(cfg: AgentConfig, metrics: AgentMetrics) -> Result<Sender, AgentError> {
         if cfg.batch_records == 0 || cfg.batch_records > MAX_RECORDS {
             return Err(AgentError::BadBatch(cfg.batch_records));
         }
-        let bind: SocketAddr = if cfg.aggregator.is_ipv4() {
+        if cfg.aggregator.is_none() && cfg.jetstream.is_none() {
+            return Err(AgentError::NoDestination);
+        }
+        let jetstream = match &cfg.jetstream {
+            Some((t, source)) => Some(JetStreamPublisher::connect(t, source).await?),
+            None => None,
+        };
+        let bind: SocketAddr = if cfg.aggregator.is_none_or(|a| a.is_ipv4()) {
             "0.0.0.0:0".parse().map_err(std::io::Error::other)?
         } else {
             "[::]:0".parse().map_err(std::io::Error::other)?
@@ -123,6 +146,7 @@ impl Sender {
             epoch,
             seq: 0,
             ipfix,
+            jetstream,
             metrics,
         })
     }
@@ -155,6 +179,9 @@ impl Sender {
         if let Some(x) = self.ipfix.as_mut() {
             x.flush(crate::aggregator::unix_now()).await;
         }
+        if let Some(js) = self.jetstream.as_mut().filter(|j| j.queued() > 0) {
+            js.flush(JETSTREAM_FLUSH_TIMEOUT).await;
+        }
         if self.pending.is_empty() {
             return;
         }
@@ -167,14 +194,26 @@ impl Sender {
         };
         self.seq += 1;
         let bytes = wire::encode(&batch, self.cfg.key.as_ref());
-        match self.socket.send_to(&bytes, self.cfg.aggregator).await {
-            Ok(_) => {
+        if let Some(js) = self.jetstream.as_mut() {
+            js.queue(
+                format!("{}-{}-{}", batch.agent_id, batch.epoch, batch.seq),
+                bytes.clone(),
+            );
+            js.flush(JETSTREAM_FLUSH_TIMEOUT).await;
+        }
+        let sent = match self.cfg.aggregator {
+            None => Ok(()),
+            Some(to) => self.socket.send_to(&bytes, to).await.map(|_| ()).inspect_err(|e| {
+                tracing::warn!(error = %e, %to, "sending a Workfeed datagram failed");
+            }),
+        };
+        match sent {
+            Ok(()) => {
                 self.metrics.datagrams_sent.inc();
                 self.metrics.records_sent.inc_by(batch.records.len() as u64);
             }
-            Err(e) => {
+            Err(_) => {
                 self.metrics.send_errors.inc();
-                tracing::warn!(error = %e, to = %self.cfg.aggregator, "sending a Workfeed datagram failed");
             }
         }
         self.pending = batch.records;

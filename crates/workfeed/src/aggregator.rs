@@ -108,6 +108,9 @@ pub enum AggregatorError {
     /// The IPFIX exporter could not start.
     #[error("IPFIX export")]
     IpfixExport(#[from] crate::ipfix_udp::IpfixExportError),
+    /// The aggregator was built without a socket ([`Aggregator::detached`]).
+    #[error("this aggregator has no socket: it is fed through Aggregator::ingest")]
+    NoSocket,
     /// The captured flows do not form a valid workload.
     #[error("building the workload window: {0}")]
     Window(#[from] SpecError),
@@ -132,7 +135,7 @@ pub struct Aggregator {
 struct Inner {
     cfg: AggregatorConfig,
     collector: Mutex<Collector>,
-    socket: UdpSocket,
+    socket: Option<UdpSocket>,
     ipfix_socket: Option<UdpSocket>,
     metrics: AggregatorMetrics,
 }
@@ -172,6 +175,7 @@ impl Aggregator {
                 source,
             })?;
         set_recv_buffer(&socket, cfg.recv_buffer);
+        let socket = Some(socket);
         let ipfix_socket = match cfg.ipfix_listen {
             None => None,
             Some(addr) => {
@@ -201,9 +205,62 @@ impl Aggregator {
         })
     }
 
+    /// An aggregator without sockets, fed by the caller through [`Aggregator::ingest`] and
+    /// [`Aggregator::restore`] (e.g. from a JetStream consumer); `listen`, `ipfix_listen`,
+    /// `upstream` and `ipfix_export` of `cfg` are not used.
+    pub fn detached(cfg: AggregatorConfig, metrics: AggregatorMetrics) -> Aggregator {
+        let collector = Collector::new(
+            CollectorConfig {
+                key: cfg.key.clone(),
+                sample: cfg.sample,
+                merge_tolerance: Nanos(cfg.merge_tolerance.as_nanos() as u64),
+            },
+            metrics.clone(),
+        );
+        Aggregator {
+            inner: Arc::new(Inner {
+                cfg,
+                collector: Mutex::new(collector),
+                socket: None,
+                ipfix_socket: None,
+                metrics,
+            }),
+        }
+    }
+
+    /// Takes one Workfeed datagram as if it had arrived on the socket (verified, de-duplicated,
+    /// counted); returns the records it newly added.
+    pub fn ingest(&self, datagram: &[u8]) -> Result<crate::collector::Accepted, crate::wire::DecodeError> {
+        self.collector().ingest(datagram)
+    }
+
+    /// Puts back records taken earlier (e.g. replayed from a journal), without sequence checks;
+    /// records already held are dropped as duplicates.
+    pub fn restore(&self, records: &[(FlowRecord, KeepProbability)]) {
+        let mut c = self.collector();
+        for (r, k) in records {
+            c.insert(*r, *k);
+        }
+    }
+
+    /// Every record held, with its connection's keep probability (for a journal's compaction).
+    pub fn records(&self) -> Vec<(FlowRecord, KeepProbability)> {
+        self.collector()
+            .connections()
+            .flat_map(|c| [c.client, c.server].into_iter().flatten().map(move |r| (r, c.keep)))
+            .collect()
+    }
+
+    /// Forgets connections that closed before `t` (Unix ns); the serving loop does this by
+    /// itself, a detached aggregator's owner calls it.
+    pub fn evict_before(&self, t: Nanos) {
+        self.collector().evict_before(t);
+    }
+
     /// The bound address (useful with port 0).
     pub fn local_addr(&self) -> Result<SocketAddr, AggregatorError> {
-        self.inner.socket.local_addr().map_err(|source| AggregatorError::Io {
+        let socket = self.inner.socket.as_ref().ok_or(AggregatorError::NoSocket)?;
+        socket.local_addr().map_err(|source| AggregatorError::Io {
             addr: self.inner.cfg.listen,
             source,
         })
@@ -295,7 +352,7 @@ impl Aggregator {
                         x.flush(unix_now()).await;
                     }
                 }
-                got = self.inner.socket.recv_from(&mut buf) => {
+                got = recv_optional(self.inner.socket.as_ref(), &mut buf) => {
                     let (n, from) = got.map_err(|source| AggregatorError::Io { addr: self.inner.cfg.listen, source })?;
                     let accepted = self.collector().ingest(&buf[..n]);
                     match accepted {

@@ -11,6 +11,7 @@ use crate::collector::FlowDirections;
 use crate::hosts::HostMap;
 use crate::ipfix::{IpfixExporterConfig, DOCUMENTATION_PEN};
 use crate::ipfix_udp::IpfixExportConfig;
+use crate::jetstream::{NatsAuth, NatsTarget};
 use crate::loader::{LoadError, ProbeFilter};
 use crate::metrics::{AgentMetrics, AggregatorMetrics};
 use crate::sampling::{BadProbability, KeepProbability};
@@ -28,9 +29,9 @@ use thiserror::Error;
 #[derive(Debug, Clone, Subcommand)]
 pub enum WorkfeedCommand {
     /// Capture this host's TCP flows with eBPF and send them to an aggregator.
-    Agent(AgentArgs),
+    Agent(Box<AgentArgs>),
     /// Receive flow records from agents, de-duplicate, serve workload windows, forward upstream.
-    Aggregator(AggregatorArgs),
+    Aggregator(Box<AggregatorArgs>),
 }
 
 /// Flags of `workfeed agent`.
@@ -74,6 +75,31 @@ pub struct AgentArgs {
     /// reserved for documentation).
     #[arg(long)]
     pub ipfix_enterprise: Option<u32>,
+    /// Also (or, without --aggregator, only) publish every datagram to this NATS JetStream
+    /// server, e.g. nats://10.0.0.5:4222.
+    #[arg(long)]
+    pub nats_url: Option<String>,
+    /// The JetStream stream (default WORKFEED; created with subjects `<prefix>.>` if absent).
+    #[arg(long)]
+    pub nats_stream: Option<String>,
+    /// Subject prefix (default workfeed); datagrams go to `<prefix>.<source>`.
+    #[arg(long)]
+    pub nats_subject_prefix: Option<String>,
+    /// This publisher's subject token, e.g. the rack (default: `agent-<agent id>`).
+    #[arg(long)]
+    pub nats_source: Option<String>,
+    /// NATS user (with --nats-password-file).
+    #[arg(long)]
+    pub nats_user: Option<String>,
+    /// File holding the NATS user's password.
+    #[arg(long)]
+    pub nats_password_file: Option<PathBuf>,
+    /// File holding a NATS token.
+    #[arg(long)]
+    pub nats_token_file: Option<PathBuf>,
+    /// A NATS credentials file (user JWT and nkey seed).
+    #[arg(long)]
+    pub nats_credentials_file: Option<PathBuf>,
 }
 
 /// Flags of `workfeed aggregator`.
@@ -223,13 +249,73 @@ impl AgentArgs {
                 self.ipfix_export
             },
             ipfix_enterprise: self.ipfix_enterprise.or(file.ipfix_enterprise),
+            nats_url: self.nats_url.or(file.nats_url),
+            nats_stream: self.nats_stream.or(file.nats_stream),
+            nats_subject_prefix: self.nats_subject_prefix.or(file.nats_subject_prefix),
+            nats_source: self.nats_source.or(file.nats_source),
+            nats_user: self.nats_user.or(file.nats_user),
+            nats_password_file: self.nats_password_file.or(file.nats_password_file),
+            nats_token_file: self.nats_token_file.or(file.nats_token_file),
+            nats_credentials_file: self.nats_credentials_file.or(file.nats_credentials_file),
         })
+    }
+
+    /// The JetStream target these settings describe, if any.
+    fn nats(&self, agent_id: u32) -> Result<Option<(NatsTarget, String)>, CliError> {
+        let Some(url) = &self.nats_url else {
+            return Ok(None);
+        };
+        let first_line = |p: &PathBuf| {
+            std::fs::read_to_string(p)
+                .map(|t| t.lines().next().unwrap_or("").trim().to_string())
+                .map_err(|e| CliError::Config {
+                    path: p.clone(),
+                    why: e.to_string(),
+                })
+        };
+        let auth = match (
+            &self.nats_user,
+            &self.nats_password_file,
+            &self.nats_token_file,
+            &self.nats_credentials_file,
+        ) {
+            (Some(user), Some(p), None, None) => NatsAuth::UserPassword {
+                user: user.clone(),
+                password: first_line(p)?,
+            },
+            (None, None, Some(t), None) => NatsAuth::Token(first_line(t)?),
+            (None, None, None, Some(c)) => NatsAuth::CredentialsFile(c.clone()),
+            (None, None, None, None) => NatsAuth::None,
+            _ => {
+                return Err(CliError::Missing(
+                    "one NATS authentication",
+                    "nats-user with --nats-password-file, or --nats-token-file, or --nats-credentials-file,",
+                ))
+            }
+        };
+        let mut t = NatsTarget::new(url.clone());
+        t.auth = auth;
+        if let Some(s) = &self.nats_stream {
+            t.stream = s.clone();
+        }
+        if let Some(p) = &self.nats_subject_prefix {
+            t.prefix = p.clone();
+        }
+        let source = self.nats_source.clone().unwrap_or_else(|| format!("agent-{agent_id}"));
+        Ok(Some((t, source)))
     }
 
     /// The agent configuration and probe filter these settings describe.
     pub fn to_config(&self) -> Result<(AgentConfig, ProbeFilter), CliError> {
-        let aggregator = self.aggregator.ok_or(CliError::Missing("aggregator", "aggregator"))?;
-        let mut cfg = AgentConfig::new(self.agent_id.unwrap_or_else(host_agent_id), aggregator);
+        let agent_id = self.agent_id.unwrap_or_else(host_agent_id);
+        let nats = self.nats(agent_id)?;
+        let aggregator = match (self.aggregator, &nats) {
+            (None, None) => return Err(CliError::Missing("aggregator", "aggregator (or --nats-url)")),
+            (a, _) => a,
+        };
+        let mut cfg = AgentConfig::new(agent_id, SocketAddr::from(([127, 0, 0, 1], 0)));
+        cfg.aggregator = aggregator;
+        cfg.jetstream = nats;
         if let Some(p) = self.sample {
             cfg.sample = KeepProbability::new(p)?;
         }
@@ -431,7 +517,7 @@ mod tests {
             panic!("agent expected")
         };
         let (cfg, filter) = a.resolve().unwrap().to_config().unwrap();
-        assert_eq!(cfg.aggregator, "10.0.0.1:7447".parse().unwrap());
+        assert_eq!(cfg.aggregator, Some("10.0.0.1:7447".parse().unwrap()));
         assert_eq!(cfg.sample.get(), 0.25);
         assert_eq!(filter.server_ports, vec![7100]);
     }

@@ -19,6 +19,8 @@ pub mod collector;
 pub mod hosts;
 pub mod ipfix;
 pub mod ipfix_udp;
+pub mod jetstream;
+pub mod journal;
 pub mod loader;
 pub mod metrics;
 pub mod record;

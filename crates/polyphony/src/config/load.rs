@@ -56,6 +56,20 @@ impl DaemonConfig {
                     fix(k);
                 }
             }
+            WorkloadSource::Nats {
+                key_file,
+                password_file,
+                token_file,
+                credentials_file,
+                ..
+            } => {
+                for f in [key_file, password_file, token_file, credentials_file]
+                    .into_iter()
+                    .flatten()
+                {
+                    fix(f);
+                }
+            }
         }
     }
 }

@@ -185,6 +185,60 @@ pub enum WorkloadSource {
         #[serde(default)]
         ipfix_enterprise: Option<u32>,
     },
+    /// Workfeed datagrams that agents publish to a NATS JetStream stream (`polyphony workfeed
+    /// agent --nats-url …`): the daemon reads them through a durable consumer into an embedded
+    /// Workfeed connection table, journals the accepted records in its state directory and only
+    /// then acknowledges them, so a restart of the daemon or of the NATS server loses no record
+    /// and counts none twice. The window is taken as with `source = "workfeed"`.
+    Nats {
+        /// Server URL(s), e.g. `nats://10.0.0.5:4222`.
+        url: String,
+        /// The stream (created with subjects `<subject_prefix>.>` if absent).
+        #[serde(default = "default_nats_stream")]
+        stream: String,
+        /// The agents' subject prefix.
+        #[serde(default = "default_nats_prefix")]
+        subject_prefix: String,
+        /// The durable consumer's name; one per daemon.
+        #[serde(default = "default_nats_consumer")]
+        consumer: String,
+        /// Seconds the server waits for an acknowledgement before redelivering.
+        #[serde(default = "default_ack_wait_s")]
+        ack_wait_s: f64,
+        /// Length of the window of recent flows, in seconds.
+        window_s: f64,
+        /// File holding the agents' HMAC-SHA256 key: datagrams must carry a valid tag.
+        #[serde(default)]
+        key_file: Option<PathBuf>,
+        /// NATS user (with `password_file`).
+        #[serde(default)]
+        user: Option<String>,
+        /// File holding the NATS user's password (first line).
+        #[serde(default)]
+        password_file: Option<PathBuf>,
+        /// File holding a NATS token (first line).
+        #[serde(default)]
+        token_file: Option<PathBuf>,
+        /// A NATS credentials file (user JWT and nkey seed).
+        #[serde(default)]
+        credentials_file: Option<PathBuf>,
+        /// Captured IPv4 address → host id of `[topology]`.
+        #[serde(deserialize_with = "ipv4_keys")]
+        hosts: BTreeMap<Ipv4Addr, u32>,
+    },
+}
+
+fn default_nats_stream() -> String {
+    "WORKFEED".into()
+}
+fn default_nats_prefix() -> String {
+    "workfeed".into()
+}
+fn default_nats_consumer() -> String {
+    "polyphony".into()
+}
+fn default_ack_wait_s() -> f64 {
+    30.0
 }
 
 /// A table keyed by IPv4 addresses; a bad key is named in the error.

@@ -121,11 +121,14 @@ impl DaemonConfig {
                 queries.resolve(query.as_deref()).map_err(|e| e.in_file(path))?;
             }
             SliSource::Workfeed { base_rtt_us, min_flows } => {
-                if !matches!(self.workload, WorkloadSource::Workfeed { .. }) {
+                if !matches!(
+                    self.workload,
+                    WorkloadSource::Workfeed { .. } | WorkloadSource::Nats { .. }
+                ) {
                     return Err(bad(
                         "sli.source",
                         &"\"workfeed\"",
-                        "SLIs from Workfeed need the flows it captures: set [workload] source = \"workfeed\"",
+                        "SLIs from Workfeed need the flows it captures: set [workload] source = \"workfeed\" or \"nats\"",
                     ));
                 }
                 if let Some(us) = base_rtt_us {
@@ -176,6 +179,41 @@ impl DaemonConfig {
                 self.validate_workfeed(path, *listen, *window_s, key_file.as_deref(), hosts)?;
                 None
             }
+            WorkloadSource::Nats {
+                url,
+                stream,
+                subject_prefix,
+                consumer,
+                ack_wait_s,
+                window_s,
+                key_file,
+                user,
+                password_file,
+                token_file,
+                credentials_file,
+                hosts,
+            } => {
+                // The datagrams are authenticated by the NATS server; the HMAC key is optional.
+                let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+                self.validate_workfeed(path, loopback, *window_s, key_file.as_deref(), hosts)?;
+                self.validate_nats(
+                    path,
+                    url,
+                    [
+                        ("workload.stream", stream),
+                        ("workload.subject_prefix", subject_prefix),
+                        ("workload.consumer", consumer),
+                    ],
+                    *ack_wait_s,
+                    user.as_deref(),
+                    [
+                        ("workload.password_file", password_file.as_deref()),
+                        ("workload.token_file", token_file.as_deref()),
+                        ("workload.credentials_file", credentials_file.as_deref()),
+                    ],
+                )?;
+                None
+            }
         };
         if self.mode == Mode::Apply && self.actuators.is_empty() && !matches!(self.sli, SliSource::Simulated) {
             return Err(bad(
@@ -198,6 +236,61 @@ impl DaemonConfig {
 }
 
 impl DaemonConfig {
+    #[allow(clippy::too_many_arguments)]
+    fn validate_nats(
+        &self,
+        path: &str,
+        url: &str,
+        names: [(&str, &String); 3],
+        ack_wait_s: f64,
+        user: Option<&str>,
+        files: [(&str, Option<&Path>); 3],
+    ) -> Result<(), ConfigError> {
+        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            value: value.to_string(),
+            why: why.into(),
+        };
+        if !(url.starts_with("nats://") || url.starts_with("tls://")) {
+            return Err(bad(
+                "workload.url",
+                &format!("{url:?}"),
+                "a NATS URL such as \"nats://10.0.0.5:4222\"",
+            ));
+        }
+        for (key, v) in names {
+            if v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return Err(bad(key, &format!("{v:?}"), "one token of letters, digits, '-' or '_'"));
+            }
+        }
+        if !(ack_wait_s.is_finite() && (1.0..=3600.0).contains(&ack_wait_s)) {
+            return Err(bad("workload.ack_wait_s", &ack_wait_s, "seconds in [1, 3600]"));
+        }
+        let given: Vec<&str> = files.iter().filter(|(_, f)| f.is_some()).map(|(k, _)| *k).collect();
+        if given.len() > 1 {
+            return Err(bad(
+                given[1],
+                &"(set)",
+                &format!("give one way to authenticate; {} is set too", given[0]),
+            ));
+        }
+        if user.is_some() != files[0].1.is_some() {
+            return Err(bad(
+                "workload.user",
+                &format!("{user:?}"),
+                "a NATS user needs workload.password_file, and a password file needs workload.user",
+            ));
+        }
+        for (key, f) in files {
+            if let Some(f) = f {
+                std::fs::read_to_string(f)
+                    .map_err(|e| bad(key, &format!("{:?}", f.display().to_string()), &e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
     fn validate_workfeed(
         &self,
         path: &str,

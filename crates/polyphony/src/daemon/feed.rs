@@ -34,11 +34,15 @@ use polyphony_spec::{Dscp, Flow, FlowId, FlowOutcome, HostId, Nanos, SliVector, 
 use prometheus_client::metrics::counter::Counter;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::{debug, info, warn};
-use workfeed::aggregator::{Aggregator, AggregatorConfig};
+use workfeed::aggregator::{unix_now, Aggregator, AggregatorConfig};
 use workfeed::ipfix::DOCUMENTATION_PEN;
+use workfeed::jetstream::{JetStreamSource, NatsAuth, NatsTarget, SourceConfig};
+use workfeed::journal::Journal;
 use workfeed::metrics::AggregatorMetrics;
 use workfeed::wire::AuthKey;
 use workfeed::{CapturedFlow, WorkloadWindow};
@@ -56,11 +60,34 @@ pub struct IpfixInput {
     pub enterprise: u32,
 }
 
+/// Where a feed's records come from (what a reload must keep to reuse it).
+#[derive(Debug, Clone, PartialEq)]
+enum Input {
+    /// Workfeed datagrams (and optionally IPFIX) on UDP.
+    Udp {
+        listen: SocketAddr,
+        ipfix: Option<IpfixInput>,
+    },
+    /// A JetStream durable consumer, journalled in a file.
+    Nats { source: SourceConfig, journal: PathBuf },
+}
+
+/// The `[workload] source = "nats"` settings a feed needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NatsInput {
+    /// Server, stream, consumer, credentials.
+    pub source: SourceConfig,
+    /// The journal of accepted records (in the state directory).
+    pub journal: PathBuf,
+}
+
+/// How often the NATS feed forgets old connections and compacts its journal.
+const COMPACT_EVERY: Duration = Duration::from_secs(60);
+
 /// A bound, serving aggregator.
 pub struct Feed {
     agg: Aggregator,
-    listen: SocketAddr,
-    ipfix: Option<IpfixInput>,
+    input: Input,
     key_file: Option<PathBuf>,
     retention: Duration,
     task: tokio::task::JoinHandle<()>,
@@ -120,8 +147,62 @@ impl Feed {
         );
         Ok(Feed {
             agg,
-            listen,
-            ipfix,
+            input: Input::Udp { listen, ipfix },
+            key_file: key_file.cloned(),
+            retention,
+            task,
+            restarts,
+        })
+    }
+
+    /// Reads a `[workload] source = "nats"` stream: replays the journal into a socketless
+    /// aggregator, then consumes the durable consumer on a task — each pulled batch is ingested,
+    /// its new records appended to the journal (fsynced), and only then acknowledged. A consumer
+    /// that fails (server down, connection lost) is reopened with backoff; what it had not
+    /// acknowledged is redelivered by the server and dropped as duplicates.
+    pub async fn nats(input: NatsInput, window_s: f64, key_file: Option<&PathBuf>) -> Result<Feed> {
+        let mut cfg = AggregatorConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+        cfg.key = key_file
+            .map(|p| AuthKey::from_file(p))
+            .transpose()
+            .map_err(|e| anyhow!("workload.key_file: {e}"))?;
+        cfg.retention = MIN_RETENTION.max(Duration::from_secs_f64(2.0 * window_s));
+        let retention = cfg.retention;
+        let agg = Aggregator::detached(cfg, AggregatorMetrics::default());
+        let (mut journal, replayed) = Journal::open(&input.journal)?;
+        if replayed.discarded_bytes > 0 {
+            warn!(
+                journal = %input.journal.display(),
+                bytes = replayed.discarded_bytes,
+                "cut a torn tail off the Workfeed journal (records not yet acknowledged; the stream redelivers them)"
+            );
+        }
+        agg.restore(&replayed.records);
+        agg.evict_before(unix_now().saturating_sub(Nanos(retention.as_nanos() as u64)));
+        journal.compact(&agg.records())?;
+        info!(
+            journal = %input.journal.display(),
+            records = agg.records().len(),
+            "Workfeed journal replayed; consuming JetStream stream {} as {} from {}",
+            input.source.target.stream,
+            input.source.consumer,
+            input.source.target.url
+        );
+        let journal = Arc::new(Mutex::new(journal));
+        let restarts = Counter::default();
+        let (a, src) = (agg.clone(), input.source.clone());
+        let task = supervise(
+            "the Workfeed JetStream consumer",
+            move || consume(a.clone(), src.clone(), journal.clone(), retention),
+            Backoff::DEFAULT,
+            restarts.clone(),
+        );
+        Ok(Feed {
+            agg,
+            input: Input::Nats {
+                source: input.source,
+                journal: input.journal,
+            },
             key_file: key_file.cloned(),
             retention,
             task,
@@ -132,21 +213,30 @@ impl Feed {
     /// Whether this feed serves `source` as it is (same address and key file, and a window
     /// within what it retains), so a reload can keep it.
     pub fn serves(&self, source: &WorkloadSource) -> bool {
-        match source {
-            WorkloadSource::Workfeed {
-                listen,
-                window_s,
-                key_file,
-                ipfix_listen,
-                ipfix_enterprise,
-                ..
-            } => {
-                *listen == self.listen
-                    && *ipfix_listen == self.ipfix.map(|i| i.listen)
-                    && ipfix_enterprise.unwrap_or(DOCUMENTATION_PEN)
-                        == self.ipfix.map_or(DOCUMENTATION_PEN, |i| i.enterprise)
+        let retained = |window_s: f64| Duration::from_secs_f64(2.0 * window_s) <= self.retention;
+        match (source, &self.input) {
+            (WorkloadSource::Nats { window_s, key_file, .. }, Input::Nats { source: s, .. }) => {
+                nats_input(source, Path::new("")).is_some_and(|n| n.source == *s)
                     && key_file.as_ref() == self.key_file.as_ref()
-                    && Duration::from_secs_f64(2.0 * window_s) <= self.retention
+                    && retained(*window_s)
+            }
+            (
+                WorkloadSource::Workfeed {
+                    listen,
+                    window_s,
+                    key_file,
+                    ipfix_listen,
+                    ipfix_enterprise,
+                    ..
+                },
+                Input::Udp { listen: l, ipfix },
+            ) => {
+                *listen == *l
+                    && *ipfix_listen == ipfix.map(|i| i.listen)
+                    && ipfix_enterprise.unwrap_or(DOCUMENTATION_PEN)
+                        == ipfix.map_or(DOCUMENTATION_PEN, |i| i.enterprise)
+                    && key_file.as_ref() == self.key_file.as_ref()
+                    && retained(*window_s)
             }
             _ => false,
         }
@@ -189,6 +279,86 @@ impl Feed {
             );
         }
         Ok(cw)
+    }
+}
+
+/// The NATS settings of a `[workload] source = "nats"` section (with credentials read from
+/// their files), the journal under `state_dir`; `None` for another source or an unreadable
+/// credential file (validation reports those).
+pub fn nats_input(source: &WorkloadSource, state_dir: &Path) -> Option<NatsInput> {
+    let WorkloadSource::Nats {
+        url,
+        stream,
+        subject_prefix,
+        consumer,
+        ack_wait_s,
+        user,
+        password_file,
+        token_file,
+        credentials_file,
+        ..
+    } = source
+    else {
+        return None;
+    };
+    let first_line = |p: &PathBuf| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|t| t.lines().next().unwrap_or("").trim().to_string())
+    };
+    let auth = match (user, password_file, token_file, credentials_file) {
+        (Some(u), Some(p), _, _) => NatsAuth::UserPassword {
+            user: u.clone(),
+            password: first_line(p)?,
+        },
+        (_, _, Some(t), _) => NatsAuth::Token(first_line(t)?),
+        (_, _, _, Some(c)) => NatsAuth::CredentialsFile(c.clone()),
+        _ => NatsAuth::None,
+    };
+    Some(NatsInput {
+        source: SourceConfig {
+            target: NatsTarget {
+                url: url.clone(),
+                auth,
+                stream: stream.clone(),
+                prefix: subject_prefix.clone(),
+            },
+            consumer: consumer.clone(),
+            ack_wait: Duration::from_secs_f64(*ack_wait_s),
+        },
+        journal: state_dir.join(format!("workfeed-{consumer}.journal")),
+    })
+}
+
+/// One run of the JetStream consumer: pull, ingest, journal, acknowledge; compact now and then.
+/// Returns only on an error (the supervisor reopens it).
+async fn consume(agg: Aggregator, src: SourceConfig, journal: Arc<Mutex<Journal>>, retention: Duration) -> Result<()> {
+    let source = JetStreamSource::open(&src).await?;
+    let mut compacted = tokio::time::Instant::now();
+    loop {
+        let deliveries = source.pull(1024, Duration::from_secs(1)).await?;
+        let mut fresh = Vec::new();
+        for d in &deliveries {
+            match agg.ingest(&d.payload) {
+                Ok(a) => fresh.extend(a.records),
+                Err(e) => debug!(error = %e, "rejected a JetStream datagram"),
+            }
+        }
+        {
+            let mut j = journal.lock().unwrap_or_else(|p| p.into_inner());
+            j.append(&fresh)?;
+            if compacted.elapsed() >= COMPACT_EVERY {
+                agg.evict_before(unix_now().saturating_sub(Nanos(retention.as_nanos() as u64)));
+                j.compact(&agg.records())?;
+                compacted = tokio::time::Instant::now();
+            }
+        }
+        for d in &deliveries {
+            if let Err(e) = d.ack().await {
+                // Redelivered after ack_wait; its records are then duplicates.
+                debug!(error = %e, "acknowledging a JetStream message failed");
+            }
+        }
     }
 }
 

@@ -271,8 +271,10 @@ impl Daemon {
                     error!("reload refused, keeping the running configuration: changing `{k}` needs a restart");
                     return;
                 }
-                if matches!(n.workload, crate::config::WorkloadSource::Workfeed { .. })
-                    && !self.sources.feed().is_some_and(|f| f.serves(&n.workload))
+                if matches!(
+                    n.workload,
+                    crate::config::WorkloadSource::Workfeed { .. } | crate::config::WorkloadSource::Nats { .. }
+                ) && !self.sources.feed().is_some_and(|f| f.serves(&n.workload))
                 {
                     error!(
                         "reload refused, keeping the running configuration: a new Workfeed listener \

@@ -12,7 +12,7 @@
 //! Talks only to the configured Prometheus URL and the Workfeed listen socket; reads only the
 //! configured trace and key files.
 
-use super::feed::{Feed, IpfixInput, LeftOut};
+use super::feed::{nats_input, Feed, IpfixInput, LeftOut};
 use crate::config::{DaemonConfig, LoadedConfig, ResolvedQueries, SliSource, WorkloadSource};
 use crate::prom_query::query_one;
 use anyhow::{anyhow, bail, Context, Result};
@@ -183,6 +183,26 @@ impl Sources {
                             enterprise: ipfix_enterprise.unwrap_or(DOCUMENTATION_PEN),
                         });
                         Arc::new(Feed::bind(*listen, *window_s, key_file.as_ref(), ipfix).await?)
+                    }
+                };
+                WindowSource::Workfeed(WorkfeedWindow {
+                    feed,
+                    window_s: *window_s,
+                    hosts: hosts.clone(),
+                })
+            }
+            w @ WorkloadSource::Nats {
+                window_s,
+                key_file,
+                hosts,
+                ..
+            } => {
+                let feed = match reuse.filter(|f| f.serves(w)) {
+                    Some(f) => f,
+                    None => {
+                        let input = nats_input(w, &c.state_dir)
+                            .ok_or_else(|| anyhow!("workload: a NATS credential file could not be read"))?;
+                        Arc::new(Feed::nats(input, *window_s, key_file.as_ref()).await?)
                     }
                 };
                 WindowSource::Workfeed(WorkfeedWindow {

@@ -35,8 +35,8 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     match cli.command {
-        WorkfeedCommand::Agent(a) => run_agent_command(a, &mut registry, shutdown).await?,
-        WorkfeedCommand::Aggregator(a) => run_aggregator_command(a, &mut registry, shutdown).await?,
+        WorkfeedCommand::Agent(a) => run_agent_command(*a, &mut registry, shutdown).await?,
+        WorkfeedCommand::Aggregator(a) => run_aggregator_command(*a, &mut registry, shutdown).await?,
     }
     Ok(())
 }
