@@ -8,9 +8,9 @@
 mod common;
 
 use common::*;
-use polyphony_spec::{Bytes, Dscp, Nanos};
+use polyphony_spec::Nanos;
 use serde_json::Value;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 use workfeed::agent::{AgentConfig, Sender};
 use workfeed::ipfix::{IpfixEncoder, IpfixExporterConfig};
@@ -21,30 +21,8 @@ use workfeed::{FlowRecord, KeepProbability};
 
 const KEY: &str = "ipfix-daemon-test-key-0123456789";
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
 fn flows(start: u64, n: usize, port0: u16) -> Vec<FlowRecord> {
-    (0..n)
-        .map(|k| FlowRecord {
-            local: SocketAddrV4::new(Ipv4Addr::new(198, 18, (k % 3) as u8 + 1, 2), port0 + k as u16),
-            remote: SocketAddrV4::new(Ipv4Addr::new(198, 18, 100, 2), 5001),
-            dscp: Dscp::new([10u8, 18, 26][k % 3]).unwrap(),
-            active: true,
-            fin_sent: true,
-            peer_fin: true,
-            bytes_sent: Bytes(3_000 + 1_013 * k as u64),
-            bytes_received: Bytes(1),
-            srtt: Nanos(30_000),
-            retrans: 0,
-            start: Nanos(start + k as u64 * 40_000_000),
-            end: Nanos(start + k as u64 * 40_000_000 + 3_000_000),
-        })
-        .collect()
+    client_records(n, port0, start, 40_000_000, |k| 3_000 + 1_013 * k as u64)
 }
 
 fn window_flows(addr: &str) -> Option<Vec<(u64, u64, u64)>> {
@@ -114,7 +92,7 @@ fn ipfix_from_exporters_reaches_the_daemons_window_once() {
     let addr = address_after(&line, "http://");
 
     // 1. The same records both ways: Workfeed datagrams (tagged) and IPFIX, from one sender.
-    let first = flows(unix_now() - 30_000_000_000, 45, 41_000);
+    let first = flows(unix_now_ns() - 30_000_000_000, 45, 41_000);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -139,7 +117,7 @@ fn ipfix_from_exporters_reaches_the_daemons_window_once() {
 
     // 2. Another exporter, IANA elements only (another enterprise number): flows arrive as
     // unidirectional sender records and join the window.
-    let second = flows(unix_now() - 20_000_000_000, 9, 45_000);
+    let second = flows(unix_now_ns() - 20_000_000_000, 9, 45_000);
     let mut enc = IpfixEncoder::new(IpfixExporterConfig {
         enterprise: 4_242,
         ..IpfixExporterConfig::new(99)
@@ -147,7 +125,7 @@ fn ipfix_from_exporters_reaches_the_daemons_window_once() {
     .unwrap();
     let tagged: Vec<_> = second.iter().map(|r| (*r, KeepProbability::ALL)).collect();
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    for m in enc.encode(&tagged, Nanos(unix_now())) {
+    for m in enc.encode(&tagged, Nanos(unix_now_ns())) {
         sock.send_to(&m, ipfix).unwrap();
     }
     sock.send_to(b"not ipfix at all", ipfix).unwrap();

@@ -10,9 +10,7 @@
 mod common;
 
 use common::*;
-use polyphony_spec::{Bytes, Dscp, Nanos};
 use serde_json::Value;
-use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -52,31 +50,11 @@ fn start_nats(bin: &Path, port: u16, store: &Path) -> ChildGuard {
     g
 }
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
 /// `n` finished client records from port `port0` on, three classes.
 fn flows(n: usize, port0: u16, start: u64) -> Vec<FlowRecord> {
-    (0..n)
-        .map(|k| FlowRecord {
-            local: SocketAddrV4::new(Ipv4Addr::new(198, 18, (k % 3) as u8 + 1, 2), port0 + k as u16),
-            remote: SocketAddrV4::new(Ipv4Addr::new(198, 18, 100, 2), 5001),
-            dscp: Dscp::new([10u8, 18, 26][k % 3]).unwrap(),
-            active: true,
-            fin_sent: true,
-            peer_fin: true,
-            bytes_sent: Bytes(5_000 + u64::from(port0) * 7 + k as u64 * 131),
-            bytes_received: Bytes(1),
-            srtt: Nanos(30_000),
-            retrans: 0,
-            start: Nanos(start + k as u64 * 10_000_000),
-            end: Nanos(start + k as u64 * 10_000_000 + 2_000_000),
-        })
-        .collect()
+    client_records(n, port0, start, 10_000_000, |k| {
+        5_000 + u64::from(port0) * 7 + k as u64 * 131
+    })
 }
 
 /// An agent's sender publishing only to JetStream (no UDP aggregator), subject `workfeed.rack1`.
@@ -165,7 +143,7 @@ fn jetstream_window_holds_every_record_once_across_daemon_kill_and_server_restar
         .enable_all()
         .build()
         .unwrap();
-    let t0 = unix_now() - 120_000_000_000;
+    let t0 = unix_now_ns() - 120_000_000_000;
     let a = flows(60, 20_000, t0);
     let b = flows(45, 21_000, t0 + 10_000_000_000);
     let c = flows(30, 22_000, t0 + 20_000_000_000);

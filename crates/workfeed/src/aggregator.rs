@@ -186,14 +186,7 @@ impl Aggregator {
                 Some(s)
             }
         };
-        let collector = Collector::new(
-            CollectorConfig {
-                key: cfg.key.clone(),
-                sample: cfg.sample,
-                merge_tolerance: Nanos(cfg.merge_tolerance.as_nanos() as u64),
-            },
-            metrics.clone(),
-        );
+        let collector = collector_for(&cfg, &metrics);
         Ok(Aggregator {
             inner: Arc::new(Inner {
                 cfg,
@@ -209,14 +202,7 @@ impl Aggregator {
     /// [`Aggregator::restore`] (e.g. from a JetStream consumer); `listen`, `ipfix_listen`,
     /// `upstream` and `ipfix_export` of `cfg` are not used.
     pub fn detached(cfg: AggregatorConfig, metrics: AggregatorMetrics) -> Aggregator {
-        let collector = Collector::new(
-            CollectorConfig {
-                key: cfg.key.clone(),
-                sample: cfg.sample,
-                merge_tolerance: Nanos(cfg.merge_tolerance.as_nanos() as u64),
-            },
-            metrics.clone(),
-        );
+        let collector = collector_for(&cfg, &metrics);
         Aggregator {
             inner: Arc::new(Inner {
                 cfg,
@@ -406,6 +392,18 @@ impl Aggregator {
             }
         }
     }
+}
+
+/// The connection table an aggregator with `cfg` keeps.
+fn collector_for(cfg: &AggregatorConfig, metrics: &AggregatorMetrics) -> Collector {
+    Collector::new(
+        CollectorConfig {
+            key: cfg.key.clone(),
+            sample: cfg.sample,
+            merge_tolerance: Nanos(cfg.merge_tolerance.as_nanos() as u64),
+        },
+        metrics.clone(),
+    )
 }
 
 /// Receives on `socket`, or never when there is none.

@@ -11,12 +11,7 @@ use std::path::Path;
 impl DaemonConfig {
     /// Checks every rule; returns the workload scenario when the source names one.
     pub fn validate(&self, path: &str) -> Result<Option<Scenario>, ConfigError> {
-        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
-            path: path.into(),
-            key: key.into(),
-            value: value.to_string(),
-            why: why.into(),
-        };
+        let bad = invalid(path);
         let spec = |prefix: &str, e: SpecError| match e {
             SpecError::Invalid { field, value, why } => ConfigError::Invalid {
                 path: path.into(),
@@ -246,12 +241,7 @@ impl DaemonConfig {
         user: Option<&str>,
         files: [(&str, Option<&Path>); 3],
     ) -> Result<(), ConfigError> {
-        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
-            path: path.into(),
-            key: key.into(),
-            value: value.to_string(),
-            why: why.into(),
-        };
+        let bad = invalid(path);
         if !(url.starts_with("nats://") || url.starts_with("tls://")) {
             return Err(bad(
                 "workload.url",
@@ -299,12 +289,7 @@ impl DaemonConfig {
         key_file: Option<&Path>,
         hosts: &BTreeMap<Ipv4Addr, u32>,
     ) -> Result<(), ConfigError> {
-        let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| ConfigError::Invalid {
-            path: path.into(),
-            key: key.into(),
-            value: value.to_string(),
-            why: why.into(),
-        };
+        let bad = invalid(path);
         if !(window_s.is_finite() && window_s > 0.0 && window_s <= 86_400.0) {
             return Err(bad(
                 "workload.window_s",
@@ -377,5 +362,15 @@ fn check_url(key: &str, url: &str) -> Result<(), InvalidValue> {
             format!("{url:?}"),
             "an http:// URL, e.g. \"http://127.0.0.1:9100/metrics\"",
         ))
+    }
+}
+
+/// An error for `key = value` in the file `path`, with what is wrong and what to do.
+fn invalid(path: &str) -> impl Fn(&str, &dyn std::fmt::Display, &str) -> ConfigError + '_ {
+    move |key, value, why| ConfigError::Invalid {
+        path: path.into(),
+        key: key.into(),
+        value: value.to_string(),
+        why: why.into(),
     }
 }

@@ -109,16 +109,11 @@ impl Feed {
         key_file: Option<&PathBuf>,
         ipfix: Option<IpfixInput>,
     ) -> Result<Feed> {
-        let mut cfg = AggregatorConfig::new(listen);
+        let mut cfg = aggregator_config(listen, window_s, key_file)?;
         if let Some(i) = ipfix {
             cfg.ipfix_listen = Some(i.listen);
             cfg.ipfix_enterprise = i.enterprise;
         }
-        cfg.key = key_file
-            .map(|p| AuthKey::from_file(p))
-            .transpose()
-            .map_err(|e| anyhow!("workload.key_file: {e}"))?;
-        cfg.retention = MIN_RETENTION.max(Duration::from_secs_f64(2.0 * window_s));
         let retention = cfg.retention;
         let agg = Aggregator::bind(cfg, AggregatorMetrics::default())
             .await
@@ -161,12 +156,8 @@ impl Feed {
     /// that fails (server down, connection lost) is reopened with backoff; what it had not
     /// acknowledged is redelivered by the server and dropped as duplicates.
     pub async fn nats(input: NatsInput, window_s: f64, key_file: Option<&PathBuf>) -> Result<Feed> {
-        let mut cfg = AggregatorConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
-        cfg.key = key_file
-            .map(|p| AuthKey::from_file(p))
-            .transpose()
-            .map_err(|e| anyhow!("workload.key_file: {e}"))?;
-        cfg.retention = MIN_RETENTION.max(Duration::from_secs_f64(2.0 * window_s));
+        // A detached aggregator binds nothing; the address is not used.
+        let cfg = aggregator_config(SocketAddr::from(([127, 0, 0, 1], 0)), window_s, key_file)?;
         let retention = cfg.retention;
         let agg = Aggregator::detached(cfg, AggregatorMetrics::default());
         let (mut journal, replayed) = Journal::open(&input.journal)?;
@@ -280,6 +271,18 @@ impl Feed {
         }
         Ok(cw)
     }
+}
+
+/// The embedded aggregator's settings: the agents' key, and closed connections kept
+/// max(600 s, 2 · `window_s`).
+fn aggregator_config(listen: SocketAddr, window_s: f64, key_file: Option<&PathBuf>) -> Result<AggregatorConfig> {
+    let mut cfg = AggregatorConfig::new(listen);
+    cfg.key = key_file
+        .map(|p| AuthKey::from_file(p))
+        .transpose()
+        .map_err(|e| anyhow!("workload.key_file: {e}"))?;
+    cfg.retention = MIN_RETENTION.max(Duration::from_secs_f64(2.0 * window_s));
+    Ok(cfg)
 }
 
 /// The NATS settings of a `[workload] source = "nats"` section (with credentials read from

@@ -378,3 +378,41 @@ impl Drop for Background {
         }
     }
 }
+
+/// Unix time now, in ns.
+pub fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos() as u64
+}
+
+/// `n` finished client-side records of connections from hosts 198.18.{1,2,3}.2 (round robin,
+/// ports from `port0`) to 198.18.100.2:5001 in classes AF11, AF21, AF31 (round robin), each
+/// `spacing` ns after the last from `start`, open 2 ms, of `size(k)` bytes.
+pub fn client_records(
+    n: usize,
+    port0: u16,
+    start: u64,
+    spacing: u64,
+    size: impl Fn(usize) -> u64,
+) -> Vec<workfeed::FlowRecord> {
+    use polyphony_spec::{Bytes, Dscp, Nanos};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    (0..n)
+        .map(|k| workfeed::FlowRecord {
+            local: SocketAddrV4::new(Ipv4Addr::new(198, 18, (k % 3) as u8 + 1, 2), port0 + k as u16),
+            remote: SocketAddrV4::new(Ipv4Addr::new(198, 18, 100, 2), 5001),
+            dscp: Dscp::new([10u8, 18, 26][k % 3]).expect("valid DSCP"),
+            active: true,
+            fin_sent: true,
+            peer_fin: true,
+            bytes_sent: Bytes(size(k)),
+            bytes_received: Bytes(1),
+            srtt: Nanos(30_000),
+            retrans: 0,
+            start: Nanos(start + k as u64 * spacing),
+            end: Nanos(start + k as u64 * spacing + 2_000_000),
+        })
+        .collect()
+}
