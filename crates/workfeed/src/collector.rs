@@ -20,6 +20,8 @@ use crate::sampling::KeepProbability;
 use crate::seq::{SeqTracker, Verdict};
 use crate::wire::{self, AuthKey};
 use polyphony_spec::{Bytes, Dscp, Nanos};
+use prometheus_client::metrics::gauge::Gauge;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::net::SocketAddrV4;
 
@@ -216,7 +218,12 @@ pub struct Accepted {
 pub struct Collector {
     cfg: CollectorConfig,
     seq: SeqTracker,
-    conns: HashMap<ConnKey, Vec<Connection>>,
+    /// Connections by key; nearly every key holds one connection (a reused port pair adds
+    /// another), so the first is stored inline. Keys come from the network, so the hasher is
+    /// seeded per process (foldhash), not a fixed function an attacker could collide.
+    conns: HashMap<ConnKey, SmallVec<[Connection; 1]>, foldhash::fast::RandomState>,
+    /// Each agent's loss gauge, looked up once (a label lookup allocates).
+    lost_gauges: HashMap<u32, Gauge>,
     count: usize,
     one_sided: usize,
     metrics: AggregatorMetrics,
@@ -228,7 +235,8 @@ impl Collector {
         Collector {
             cfg,
             seq: SeqTracker::default(),
-            conns: HashMap::new(),
+            conns: HashMap::default(),
+            lost_gauges: HashMap::new(),
             count: 0,
             one_sided: 0,
             metrics,
@@ -263,10 +271,16 @@ impl Collector {
             }
         };
         let verdict = self.seq.observe(batch.agent_id, batch.epoch, batch.seq);
-        self.metrics
-            .agent_lost_datagrams
-            .get_or_create(&AgentLabel {
-                agent: batch.agent_id.to_string(),
+        let metrics = &self.metrics;
+        self.lost_gauges
+            .entry(batch.agent_id)
+            .or_insert_with(|| {
+                metrics
+                    .agent_lost_datagrams
+                    .get_or_create(&AgentLabel {
+                        agent: batch.agent_id.to_string(),
+                    })
+                    .clone()
             })
             .set(i64::try_from(self.seq.lost(batch.agent_id)).unwrap_or(i64::MAX));
         let reason = match verdict {
