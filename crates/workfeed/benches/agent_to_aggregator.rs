@@ -8,30 +8,13 @@
 //! Run: `cargo bench -p workfeed --bench agent_to_aggregator` (optional argument: records per
 //! datagram, default 24).
 
-use polyphony_spec::{Bytes, Dscp, Nanos};
-use std::net::{Ipv4Addr, SocketAddrV4};
+mod common;
+
+use common::record;
 use std::time::{Duration, Instant};
 use workfeed::agent::{AgentConfig, Sender};
 use workfeed::aggregator::{unix_now, Aggregator, AggregatorConfig};
 use workfeed::metrics::{AgentMetrics, AggregatorMetrics};
-use workfeed::FlowRecord;
-
-fn record(i: u64, now: u64) -> FlowRecord {
-    FlowRecord {
-        local: SocketAddrV4::new(Ipv4Addr::from(0xc612_0000 | (i >> 16) as u32), (i & 0xffff) as u16),
-        remote: SocketAddrV4::new(Ipv4Addr::new(198, 18, 100, 2), 7100),
-        dscp: Dscp::AF21,
-        active: true,
-        fin_sent: true,
-        peer_fin: true,
-        bytes_sent: Bytes(1000 + i % 5000),
-        bytes_received: Bytes(1),
-        srtt: Nanos(20_000),
-        retrans: 0,
-        start: Nanos(now + i),
-        end: Nanos(now + i + 50_000),
-    }
-}
 
 struct Step {
     target: Option<u64>,

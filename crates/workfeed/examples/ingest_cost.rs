@@ -4,8 +4,10 @@
 //! run it under `valgrind --tool=callgrind` (docs/workfeed.md).
 //!
 //! Run: `cargo run --release -p workfeed --example ingest_cost -- [R=24] [N=1200000]`.
-use polyphony_spec::{Bytes, Dscp, Nanos};
-use std::net::{Ipv4Addr, SocketAddrV4};
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use common::record;
 use workfeed::metrics::AggregatorMetrics;
 use workfeed::wire::{self, Batch};
 use workfeed::{Collector, CollectorConfig, FlowRecord};
@@ -24,22 +26,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_200_000);
     let now = 1_764_000_000_000_000_000u64;
-    let recs: Vec<FlowRecord> = (0..n)
-        .map(|i| FlowRecord {
-            local: SocketAddrV4::new(Ipv4Addr::from(0xc612_0000 | (i >> 16) as u32), (i & 0xffff) as u16),
-            remote: SocketAddrV4::new(Ipv4Addr::new(198, 18, 100, 2), 7100),
-            dscp: Dscp::AF21,
-            active: true,
-            fin_sent: true,
-            peer_fin: true,
-            bytes_sent: Bytes(1000 + i % 5000),
-            bytes_received: Bytes(1),
-            srtt: Nanos(20_000),
-            retrans: 0,
-            start: Nanos(now + i),
-            end: Nanos(now + i + 50_000),
-        })
-        .collect();
+    let recs: Vec<FlowRecord> = (0..n).map(|i| record(i, now)).collect();
     let dgs: Vec<Vec<u8>> = recs
         .chunks(per)
         .enumerate()
