@@ -116,6 +116,10 @@ pub enum AggregatorError {
     Window(#[from] SpecError),
 }
 
+/// How often the serving loop forgets connections past retention (each time it scans the whole
+/// table, when anything in it is old enough).
+const EVICT_EVERY: Duration = Duration::from_secs(5);
+
 /// Unix time now.
 pub fn unix_now() -> Nanos {
     Nanos(
@@ -325,12 +329,16 @@ impl Aggregator {
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let retention = Nanos(self.inner.cfg.retention.as_nanos() as u64);
+        let mut evicted = tokio::time::Instant::now();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
                 _ = tick.tick() => {
-                    self.collector().evict_before(unix_now().saturating_sub(retention));
+                    if evicted.elapsed() >= EVICT_EVERY {
+                        self.collector().evict_before(unix_now().saturating_sub(retention));
+                        evicted = tokio::time::Instant::now();
+                    }
                     if let Some(f) = forward.as_mut() {
                         f.flush(&self.inner.metrics).await;
                     }

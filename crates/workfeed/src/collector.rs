@@ -224,6 +224,8 @@ pub struct Collector {
     conns: HashMap<ConnKey, SmallVec<[Connection; 1]>, foldhash::fast::RandomState>,
     /// Each agent's loss gauge, looked up once (a label lookup allocates).
     lost_gauges: HashMap<u32, Gauge>,
+    /// No connection held closed before this (a lower bound), so eviction can skip the scan.
+    oldest_end: Nanos,
     count: usize,
     one_sided: usize,
     metrics: AggregatorMetrics,
@@ -237,6 +239,7 @@ impl Collector {
             seq: SeqTracker::default(),
             conns: HashMap::default(),
             lost_gauges: HashMap::new(),
+            oldest_end: Nanos(u64::MAX),
             count: 0,
             one_sided: 0,
             metrics,
@@ -352,17 +355,24 @@ impl Collector {
         }
         self.metrics.one_sided_connections.set(self.one_sided as i64);
         self.metrics.records_accepted.inc();
+        self.oldest_end = self.oldest_end.min(r.end);
         Some(keep)
     }
 
     /// Forgets connections that closed before `t` (Unix ns). Those only one side ever reported
     /// are counted by the missing side in [`AggregatorMetrics::one_sided_evicted`].
     pub fn evict_before(&mut self, t: Nanos) {
+        // No connection closed before `oldest_end`: nothing to scan for.
+        if t <= self.oldest_end {
+            return;
+        }
+        let mut oldest = Nanos(u64::MAX);
         let (mut removed, mut one_sided) = (0, 0);
         let metrics = &self.metrics;
         self.conns.retain(|_, list| {
             list.retain(|c| {
                 if c.end() >= t {
+                    oldest = oldest.min(c.end());
                     return true;
                 }
                 removed += 1;
@@ -380,6 +390,7 @@ impl Collector {
             });
             !list.is_empty()
         });
+        self.oldest_end = oldest;
         self.count -= removed;
         self.one_sided -= one_sided;
         self.metrics.connections.set(self.count as i64);

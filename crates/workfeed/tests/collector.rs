@@ -294,3 +294,24 @@ async fn agent_to_rack_to_upstream_over_udp_with_hmac() {
     let total: u64 = w.workload.flows.iter().map(|f| f.size.0).sum();
     assert_eq!(total, (0..95u64).map(|i| 100 + i).sum::<u64>());
 }
+
+#[test]
+fn eviction_forgets_exactly_the_connections_closed_before_the_cut_however_often_it_runs() {
+    let mut c = Collector::new(CollectorConfig::default(), AggregatorMetrics::default());
+    let held = |c: &Collector| c.connections().count();
+    // Ends at T0 + 1 ms + start: 1, 11, 21 ms.
+    for (i, start) in [0u64, 10_000_000, 20_000_000].into_iter().enumerate() {
+        c.insert(client(100 + i as u16, 10, start), KeepProbability::ALL);
+    }
+    c.evict_before(Nanos(T0 + 500_000));
+    assert_eq!(held(&c), 3);
+    c.evict_before(Nanos(T0 + 15_000_000));
+    assert_eq!(held(&c), 1);
+    // A connection that closed earlier than everything left arrives late: the next cut finds it.
+    c.insert(client(200, 10, 1_000_000), KeepProbability::ALL);
+    c.evict_before(Nanos(T0 + 15_000_000));
+    assert_eq!(held(&c), 1);
+    c.evict_before(Nanos(T0 + 30_000_000));
+    assert_eq!(held(&c), 0);
+    assert_eq!(c.metrics().connections.get(), 0);
+}
