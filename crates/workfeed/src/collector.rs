@@ -218,10 +218,13 @@ pub struct Accepted {
 pub struct Collector {
     cfg: CollectorConfig,
     seq: SeqTracker,
-    /// Connections by key; nearly every key holds one connection (a reused port pair adds
-    /// another), so the first is stored inline. Keys come from the network, so the hasher is
-    /// seeded per process (foldhash), not a fixed function an attacker could collide.
-    conns: HashMap<ConnKey, SmallVec<[Connection; 1]>, foldhash::fast::RandomState>,
+    /// The connections held, in arrival order (appended to; rebuilt by eviction).
+    slab: Vec<Connection>,
+    /// Their positions in `slab` by key: nearly every key has one connection (a reused port
+    /// pair adds another), so the first is stored inline and the table stays small and dense.
+    /// Keys come from the network, so the hasher is seeded per process (foldhash), not a fixed
+    /// function an attacker could collide.
+    index: HashMap<ConnKey, SmallVec<[u32; 1]>, foldhash::fast::RandomState>,
     /// Each agent's loss gauge, looked up once (a label lookup allocates).
     lost_gauges: HashMap<u32, Gauge>,
     /// No connection held closed before this (a lower bound), so eviction can skip the scan.
@@ -237,7 +240,8 @@ impl Collector {
         Collector {
             cfg,
             seq: SeqTracker::default(),
-            conns: HashMap::default(),
+            slab: Vec::new(),
+            index: HashMap::default(),
             lost_gauges: HashMap::new(),
             oldest_end: Nanos(u64::MAX),
             count: 0,
@@ -317,12 +321,13 @@ impl Collector {
         }
         let keep = keep.and(self.cfg.sample);
         let tol = self.cfg.merge_tolerance.0;
-        let list = self.conns.entry(key).or_default();
+        let list = self.index.entry(key).or_default();
         let close = |c: &Connection| {
             let s = c.start().0;
             s.abs_diff(r.start.0) <= tol
         };
-        if let Some(c) = list.iter_mut().find(|c| close(c)) {
+        if let Some(&i) = list.iter().find(|&&i| close(&self.slab[i as usize])) {
+            let c = &mut self.slab[i as usize];
             let side = if r.active { &mut c.client } else { &mut c.server };
             match side {
                 Some(existing) if *existing == r => {
@@ -342,8 +347,13 @@ impl Collector {
                 }
             }
         } else {
+            let Ok(i) = u32::try_from(self.slab.len()) else {
+                self.drop_record("table_full");
+                return None;
+            };
+            list.push(i);
             let (client, server) = if r.active { (Some(r), None) } else { (None, Some(r)) };
-            list.push(Connection {
+            self.slab.push(Connection {
                 key,
                 client,
                 server,
@@ -369,27 +379,29 @@ impl Collector {
         let mut oldest = Nanos(u64::MAX);
         let (mut removed, mut one_sided) = (0, 0);
         let metrics = &self.metrics;
-        self.conns.retain(|_, list| {
-            list.retain(|c| {
-                if c.end() >= t {
-                    oldest = oldest.min(c.end());
-                    return true;
-                }
-                removed += 1;
-                if c.one_sided() {
-                    one_sided += 1;
-                    let missing = if c.client.is_none() { "client" } else { "server" };
-                    metrics
-                        .one_sided_evicted
-                        .get_or_create(&SideLabel {
-                            missing: missing.into(),
-                        })
-                        .inc();
-                }
-                false
-            });
-            !list.is_empty()
+        self.slab.retain(|c| {
+            if c.end() >= t {
+                oldest = oldest.min(c.end());
+                return true;
+            }
+            removed += 1;
+            if c.one_sided() {
+                one_sided += 1;
+                let missing = if c.client.is_none() { "client" } else { "server" };
+                metrics
+                    .one_sided_evicted
+                    .get_or_create(&SideLabel {
+                        missing: missing.into(),
+                    })
+                    .inc();
+            }
+            false
         });
+        self.index.clear();
+        for (i, c) in self.slab.iter().enumerate() {
+            // The slab held at most u32::MAX + 1 entries before, and fewer now.
+            self.index.entry(c.key).or_default().push(i as u32);
+        }
         self.oldest_end = oldest;
         self.count -= removed;
         self.one_sided -= one_sided;
@@ -399,7 +411,7 @@ impl Collector {
 
     /// Every connection held.
     pub fn connections(&self) -> impl Iterator<Item = &Connection> {
-        self.conns.values().flatten()
+        self.slab.iter()
     }
 
     /// The flows whose connection opened in `[from, to)`, sorted by start then key.
