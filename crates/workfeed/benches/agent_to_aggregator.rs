@@ -3,7 +3,7 @@
 //! For each target rate (records/s, paced), a fresh aggregator on 127.0.0.1 and an agent
 //! `Sender` exchange ~1.5 s worth of synthetic records (distinct connections); the step passes if
 //! the aggregator accepted every record and its sequence tracking shows no datagram lost. The
-//! last step is unpaced. Bounded: at most 8 steps of ≤ 1.5 s plus ≤ 2 s drain each.
+//! last step is unpaced. Bounded: at most 9 steps of ≤ 1.5 s plus ≤ 2 s drain each.
 //!
 //! Run: `cargo bench -p workfeed --bench agent_to_aggregator` (optional argument: records per
 //! datagram, default 24).
@@ -94,13 +94,14 @@ fn main() {
     );
     let mut best = 0.0f64;
     for target in [
-        Some(50_000),
         Some(100_000),
         Some(200_000),
-        Some(300_000),
         Some(400_000),
         Some(600_000),
         Some(800_000),
+        Some(1_000_000),
+        Some(1_200_000),
+        Some(1_500_000),
         None,
     ] {
         let s = rt.block_on(step(target, batch));
