@@ -133,7 +133,6 @@ struct Plan {
     links: Vec<(polyphony_spec::BitsPerSec, Vec<LinkFlow>)>,
     base_extra: Vec<f64>,
     ideals: Vec<Nanos>,
-    rtts: Vec<u64>,
 }
 
 fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
@@ -195,12 +194,14 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
                 work: wire,
                 size: f.size.0,
                 class: flow_class[i],
+                idle: wire * 8e9 / lk.rate.min(ideal.bottleneck).0 as f64,
+                rtt: 0.0,
             });
         }
         ideals.push(ideal.of(f.size));
         rtts.push(ideal.base_rtt.0);
     }
-    let plan_links = per_link
+    let mut plan_links: Vec<(polyphony_spec::BitsPerSec, Vec<LinkFlow>)> = per_link
         .into_iter()
         .enumerate()
         .filter(|(l, lf)| {
@@ -213,12 +214,20 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
         })
         .map(|(l, lf)| (links[l].rate, lf))
         .collect();
+    // The slow-start rounds' RTTs count once per flow, on its first simulated link.
+    let mut counted = vec![false; flows.len()];
+    for (_, lf) in &mut plan_links {
+        for f in lf {
+            if !std::mem::replace(&mut counted[f.flow as usize], true) {
+                f.rtt = rtts[f.flow as usize] as f64;
+            }
+        }
+    }
     Ok(Plan {
         flow_class,
         links: plan_links,
         base_extra,
         ideals,
-        rtts,
     })
 }
 
@@ -309,7 +318,7 @@ impl FlowSim {
         let mut sim = LinkSim::new(&params, self.options);
         let mut events = 0u64;
         for (rate, lf) in &p.links {
-            events += sim.run(*rate, lf, &p.rtts, &mut extra);
+            events += sim.run(*rate, lf, &mut extra);
         }
         let mut end = 0u64;
         let flows = &input.workload.flows;
