@@ -20,7 +20,7 @@ mod common;
 use anyhow::{Context, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, median, objective, spearman, Case, Regime, SeedSet};
-use polyphony_model::{FlowSim, FlowSimMode, ModelOutput, NetworkModel, PktSim};
+use polyphony_model::{FlowSim, FlowSimMode, FlowSimOptions, ModelOutput, NetworkModel, PktSim};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +46,9 @@ struct Args {
     /// Write one CSV row per (case, configuration, class) here.
     #[arg(long)]
     csv: Option<String>,
+    /// flowsim's standing-queue factor φ (default: the model's).
+    #[arg(long)]
+    queue_factor: Option<f64>,
     /// Print one line per case as it finishes.
     #[arg(long)]
     verbose: bool,
@@ -68,7 +71,7 @@ struct CaseResult {
     fs_cpu: Vec<f64>,
 }
 
-fn run_case(c: Case) -> Result<CaseResult> {
+fn run_case(c: Case, queue_factor: Option<f64>) -> Result<CaseResult> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let flows = input.workload.flows.len();
     let t0 = common::thread_cpu();
@@ -82,7 +85,14 @@ fn run_case(c: Case) -> Result<CaseResult> {
     let mut fs_cpu = Vec::new();
     for (_, mode) in MODES {
         let t0 = common::thread_cpu();
-        let o = FlowSim::with_mode(mode)
+        let mut opts = FlowSimOptions {
+            mode,
+            ..FlowSimOptions::default()
+        };
+        if let Some(q) = queue_factor {
+            opts.queue_factor = q;
+        }
+        let o = FlowSim::new(opts)
             .evaluate(&input, &c.configs)
             .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
@@ -176,7 +186,7 @@ fn main() -> Result<()> {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                         let Some(c) = cases.get(i) else { return Ok(()) };
-                        let r = run_case(c.clone())?;
+                        let r = run_case(c.clone(), a.queue_factor)?;
                         if a.verbose {
                             let e: Vec<String> = (0..MODES.len())
                                 .map(|m| format!("{:.0} %", median(&errors(&r, &r.fs[m])) * 100.0))
