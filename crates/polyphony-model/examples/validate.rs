@@ -49,6 +49,7 @@ struct Args {
     /// flowsim's standing-queue factor φ (default: the model's).
     #[arg(long)]
     queue_factor: Option<f64>,
+
     /// Print one line per case as it finishes.
     #[arg(long)]
     verbose: bool,
@@ -92,6 +93,7 @@ fn run_case(c: Case, queue_factor: Option<f64>) -> Result<CaseResult> {
         if let Some(q) = queue_factor {
             opts.queue_factor = q;
         }
+
         let o = FlowSim::new(opts)
             .evaluate(&input, &c.configs)
             .into_iter()
@@ -225,21 +227,27 @@ fn main() -> Result<()> {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {path}"))?);
         writeln!(
             f,
-            "seed,regime,config,class,cdf,load,flows,pktsim_p99,perflow_p99,aggregate_p99"
+            "seed,regime,config,class,cdf,load,weight,ecn_k,init_cwnd,flows,pktsim_p99,perflow_p99,aggregate_p99"
         )?;
         for (_, r) in &results {
             for (k, po) in r.pkt.iter().enumerate() {
                 for (c, m) in r.case.scenario.classes.iter().zip(&r.case.scenario.mix) {
                     let p = |o: &ModelOutput| o.sli.get(c.dscp).map_or(f64::NAN, |x| x.p99);
                     let n = po.sli.get(c.dscp).map_or(0, |x| x.flows);
+                    let Some(knobs) = r.case.configs[k].class(c.dscp) else {
+                        continue;
+                    };
                     writeln!(
                         f,
-                        "{},{},{k},{},{},{:.4},{n},{:.4},{:.4},{:.4}",
+                        "{},{},{k},{},{},{:.4},{:.4},{},{},{n},{:.4},{:.4},{:.4}",
                         r.case.seed,
                         r.case.regime,
                         c.name,
                         m.size_cdf,
                         m.load,
+                        knobs.weight,
+                        knobs.ecn_threshold.0,
+                        knobs.init_cwnd.0,
                         p(po),
                         p(&r.fs[0][k]),
                         p(&r.fs[1][k])
