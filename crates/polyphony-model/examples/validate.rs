@@ -195,8 +195,10 @@ fn main() -> Result<()> {
                                 .collect();
                             let rh: Vec<String> =
                                 (0..MODES.len()).map(|m| format!("{:.2}", rho(&r, &r.fs[m]))).collect();
+                            let drops: u64 = r.pkt.iter().map(|o| o.stats.dropped).sum();
+                            let rtos: u64 = r.pkt.iter().map(|o| o.stats.timeouts).sum();
                             eprintln!(
-                                "case {} [{}] {} classes, {} flows, {:.3} s: median err {:?}, rho {:?}, pktsim {:.1} s",
+                                "case {} [{}] {} classes, {} flows, {:.3} s: median err {:?}, rho {:?}, pktsim {:.1} s, {drops} drops, {rtos} timeouts",
                                 r.case.seed,
                                 r.case.regime,
                                 r.case.scenario.classes.len(),
