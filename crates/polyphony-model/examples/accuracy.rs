@@ -47,19 +47,6 @@ struct Args {
     controller_batch: usize,
 }
 
-/// This thread's CPU time in seconds, if the clock is readable. `CLOCK_THREAD_CPUTIME_ID`
-/// brings the thread's run time up to date when read (nanoseconds);
-/// `/proc/thread-self/schedstat`, used before, is only updated at scheduler ticks (4 ms on
-/// this kernel), too coarse for a batch of 30 that takes one or two milliseconds.
-fn thread_cpu() -> Option<f64> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call; the clock id is
-    // a constant the C library defines. (std has no thread CPU clock; this is the one FFI
-    // call of the example.)
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
-}
-
 /// Wall and CPU seconds of one evaluation of a batch.
 #[derive(Clone, Copy)]
 struct Took {
@@ -77,16 +64,13 @@ fn timed(
 ) -> Result<(Vec<ModelOutput>, Took)> {
     let mut wall = Vec::new();
     let mut outs = Vec::new();
-    let c0 = thread_cpu();
+    let c0 = common::thread_cpu();
     for _ in 0..repeat.max(1) {
         let t0 = Instant::now();
         outs = m.evaluate(input, configs).into_iter().collect::<Result<Vec<_>, _>>()?;
         wall.push(t0.elapsed().as_secs_f64());
     }
-    let cpu = match (c0, thread_cpu()) {
-        (Some(a), Some(b)) => (b - a) / wall.len() as f64,
-        _ => f64::NAN,
-    };
+    let cpu = (common::thread_cpu() - c0) / wall.len() as f64;
     wall.sort_by(f64::total_cmp);
     Ok((
         outs,

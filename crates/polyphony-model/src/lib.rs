@@ -24,6 +24,7 @@ pub mod pktsim;
 mod simulate;
 mod synth;
 mod topology;
+pub mod validation;
 mod window;
 
 pub use cdf::SizeCdf;

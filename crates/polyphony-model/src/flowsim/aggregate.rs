@@ -164,7 +164,6 @@ impl AggPlan {
                 // link needs for all of them (a burst cannot offer more than the line rate).
                 let inv_span = (1.0 / span.max(total / r)) as F;
                 let class_bytes = offered.map(|o| o as F);
-                let inv_r = 1.0 / r as F;
                 // The total backlog just before each arrival (Lindley's recursion, bytes); a
                 // byte of rounding counts as empty.
                 let (mut backlog, mut last) = (0.0f64, lf.first().map_or(0.0, |f| f.start));
@@ -181,9 +180,9 @@ impl AggPlan {
                         AggFlow {
                             dt,
                             work,
-                            rtt: p.rtts[f.flow as usize] as F,
+                            rtt: f.rtt as F,
                             segs: f.size.div_ceil(MSS).clamp(1, u32::MAX as u64) as u32 as F,
-                            work_inv_r: work * inv_r,
+                            work_inv_r: f.idle as F,
                             load: max(class_bytes[c] - work, 0.0) * inv_span,
                             inv_avail: 1.0 / avail[c],
                             point: top[c].locate(work),

@@ -18,6 +18,14 @@ pub(crate) struct LinkFlow {
     pub work: f64,
     pub size: u64,
     pub class: u8,
+    /// What the flow needs on this link when it has it to itself (ns): its wire bytes at the
+    /// slower of this link and the flow's bottleneck. A flow cannot go faster than its
+    /// bottleneck, so on a faster link (a fabric's uplinks) sharing costs it nothing until its
+    /// share drops below that rate.
+    pub idle: f64,
+    /// The flow's base RTT (ns) on the first simulated link of its path, 0 on the others: a
+    /// slow-start round costs one RTT however many links the flow crosses.
+    pub rtt: f64,
 }
 
 struct ClassState {
@@ -53,7 +61,7 @@ impl LinkSim {
 
     /// Simulates `flows` (sorted by start) on a link of `rate`; adds each flow's delay beyond an
     /// idle link to `extra[flow]`. Returns the number of events.
-    pub fn run(&mut self, rate: BitsPerSec, flows: &[LinkFlow], rtts: &[u64], extra: &mut [f64]) -> u64 {
+    pub fn run(&mut self, rate: BitsPerSec, flows: &[LinkFlow], extra: &mut [f64]) -> u64 {
         let r = rate.0 as f64 / 8e9; // bytes per ns
         for c in &mut self.cls {
             c.n = 0;
@@ -139,7 +147,7 @@ impl LinkSim {
                     let k_lim = ((p.ecn_k as f64 / (init * mtu)).max(1.0)).log2().ceil() + 1.0;
                     rounds = k_fin.min(k_lim);
                 }
-                extra[f.flow as usize] += wait * rounds + (rounds - 1.0) * rtts[f.flow as usize] as f64;
+                extra[f.flow as usize] += wait * rounds + (rounds - 1.0) * f.rtt;
                 let tag = c.s + f.work;
                 c.sum_tags += tag;
                 c.heap.push(Reverse((tag.to_bits(), (next - 1) as u32)));
@@ -153,7 +161,7 @@ impl LinkSim {
                     c.sum_tags -= f64::from_bits(tag);
                     c.n -= 1;
                     let lf = &flows[idx as usize];
-                    extra[lf.flow as usize] += (t - lf.start) - lf.work / r;
+                    extra[lf.flow as usize] += (t - lf.start - lf.idle).max(0.0);
                 }
                 if c.n == 0 {
                     w_active -= self.params[best_c].weight;

@@ -1,0 +1,288 @@
+//! flowsim (both modes) against pktsim on random scenarios × configurations drawn by
+//! `polyphony_model::validation` — the measurement a model change is judged by, reported by
+//! regime (topology kind × rate band × load band) and in aggregate.
+//!
+//! Per case, pktsim runs every configuration one at a time and each flowsim mode evaluates the
+//! whole batch in one call; the thread CPU time of both is summed per case. Reported: the
+//! median over (configuration, class) of the per-class p99 slowdown error
+//! |p99_flowsim − p99_pktsim| / p99_pktsim, the share of those within 20 %, the median over
+//! cases of Spearman's ρ of J across the case's configurations, and the CPU-time ratio.
+//!
+//! `--set dev` (seeds 0..1 000 000) is for development; `--set validation` (seeds from
+//! 1 000 000 000) is for reporting only.
+//!
+//! ```text
+//! cargo run --release -p polyphony-model --example validate -- --set validation --cases 36 --configs 6
+//! ```
+
+mod common;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use polyphony_model::validation::{case, median, objective, spearman, Case, Regime, SeedSet};
+use polyphony_model::{FlowSim, FlowSimMode, FlowSimOptions, ModelOutput, NetworkModel, PktSim};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+#[derive(Parser)]
+struct Args {
+    /// Seed set: `dev` or `validation`.
+    #[arg(long, default_value = "dev")]
+    set: String,
+    /// Number of cases (scenarios); every 18 consecutive cases cover every regime once.
+    #[arg(long, default_value_t = 36)]
+    cases: u64,
+    /// First case index.
+    #[arg(long, default_value_t = 0)]
+    first: u64,
+    /// Random configurations per case.
+    #[arg(long, default_value_t = 6)]
+    configs: usize,
+    /// Worker threads (cases run in parallel).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Write one CSV row per (case, configuration, class) here.
+    #[arg(long)]
+    csv: Option<String>,
+    /// flowsim's standing-queue factor φ (default: the model's).
+    #[arg(long)]
+    queue_factor: Option<f64>,
+
+    /// Print one line per case as it finishes.
+    #[arg(long)]
+    verbose: bool,
+}
+
+const MODES: [(&str, FlowSimMode); 2] = [
+    ("per-flow", FlowSimMode::PerFlow),
+    ("aggregate", FlowSimMode::Aggregate),
+];
+
+/// What one case gave.
+struct CaseResult {
+    case: Case,
+    flows: usize,
+    /// pktsim's outputs, one per configuration.
+    pkt: Vec<ModelOutput>,
+    /// Per mode: flowsim's outputs, one per configuration.
+    fs: Vec<Vec<ModelOutput>>,
+    pkt_cpu: f64,
+    fs_cpu: Vec<f64>,
+}
+
+fn run_case(c: Case, queue_factor: Option<f64>) -> Result<CaseResult> {
+    let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
+    let flows = input.workload.flows.len();
+    let t0 = common::thread_cpu();
+    let mut pkt = Vec::new();
+    for cfg in &c.configs {
+        let o = PktSim::default().evaluate(&input, std::slice::from_ref(cfg));
+        pkt.push(o.into_iter().next().context("pktsim returned nothing")??);
+    }
+    let pkt_cpu = common::thread_cpu() - t0;
+    let mut fs = Vec::new();
+    let mut fs_cpu = Vec::new();
+    for (_, mode) in MODES {
+        let t0 = common::thread_cpu();
+        let mut opts = FlowSimOptions {
+            mode,
+            ..FlowSimOptions::default()
+        };
+        if let Some(q) = queue_factor {
+            opts.queue_factor = q;
+        }
+
+        let o = FlowSim::new(opts)
+            .evaluate(&input, &c.configs)
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        fs_cpu.push(common::thread_cpu() - t0);
+        fs.push(o);
+    }
+    Ok(CaseResult {
+        case: c,
+        flows,
+        pkt,
+        fs,
+        pkt_cpu,
+        fs_cpu,
+    })
+}
+
+/// Per-class relative p99 errors of `f` against `p` (classes pktsim completed flows of).
+fn errors(r: &CaseResult, f: &[ModelOutput]) -> Vec<f64> {
+    let mut e = Vec::new();
+    for (fo, po) in f.iter().zip(&r.pkt) {
+        for c in &r.case.scenario.classes {
+            if let (Some(x), Some(y)) = (fo.sli.get(c.dscp), po.sli.get(c.dscp)) {
+                if y.flows > 0 && y.p99 > 0.0 {
+                    e.push((x.p99 - y.p99).abs() / y.p99);
+                }
+            }
+        }
+    }
+    e
+}
+
+fn rho(r: &CaseResult, f: &[ModelOutput]) -> f64 {
+    let cl = &r.case.scenario.classes;
+    let jp: Vec<f64> = r.pkt.iter().map(|o| objective(&o.sli, cl)).collect();
+    let jf: Vec<f64> = f.iter().map(|o| objective(&o.sli, cl)).collect();
+    spearman(&jf, &jp)
+}
+
+#[derive(Default)]
+struct Acc {
+    cases: usize,
+    errs: Vec<Vec<f64>>,
+    rhos: Vec<Vec<f64>>,
+    pkt_cpu: f64,
+    fs_cpu: Vec<f64>,
+}
+
+impl Acc {
+    fn add(&mut self, r: &CaseResult) {
+        if self.errs.is_empty() {
+            self.errs = vec![Vec::new(); MODES.len()];
+            self.rhos = vec![Vec::new(); MODES.len()];
+            self.fs_cpu = vec![0.0; MODES.len()];
+        }
+        self.cases += 1;
+        self.pkt_cpu += r.pkt_cpu;
+        for m in 0..MODES.len() {
+            self.errs[m].extend(errors(r, &r.fs[m]));
+            self.rhos[m].push(rho(r, &r.fs[m]));
+            self.fs_cpu[m] += r.fs_cpu[m];
+        }
+    }
+    fn row(&self, label: &str) -> String {
+        let mut s = format!("| {label} | {} | {} |", self.cases, self.errs[0].len());
+        for m in 0..MODES.len() {
+            let within = self.errs[m].iter().filter(|&&e| e <= 0.2).count() as f64 / self.errs[m].len() as f64;
+            s += &format!(
+                " {:.1} % | {:.0} % | {:.2} | {:.0}× |",
+                median(&self.errs[m]) * 100.0,
+                within * 100.0,
+                median(&self.rhos[m]),
+                self.pkt_cpu / self.fs_cpu[m]
+            );
+        }
+        s
+    }
+}
+
+fn main() -> Result<()> {
+    let a = Args::parse();
+    let set = SeedSet::parse(&a.set)?;
+    let cases: Vec<Case> = (a.first..a.first + a.cases)
+        .map(|i| case(set, i, a.configs))
+        .collect::<Result<_, _>>()?;
+    let next = AtomicU64::new(0);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| -> Result<()> {
+        let workers: Vec<_> = (0..a.threads.max(1))
+            .map(|_| {
+                s.spawn(|| -> Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                        let Some(c) = cases.get(i) else { return Ok(()) };
+                        let r = run_case(c.clone(), a.queue_factor)?;
+                        if a.verbose {
+                            let e: Vec<String> = (0..MODES.len())
+                                .map(|m| format!("{:.0} %", median(&errors(&r, &r.fs[m])) * 100.0))
+                                .collect();
+                            let rh: Vec<String> =
+                                (0..MODES.len()).map(|m| format!("{:.2}", rho(&r, &r.fs[m]))).collect();
+                            let drops: u64 = r.pkt.iter().map(|o| o.stats.dropped).sum();
+                            let rtos: u64 = r.pkt.iter().map(|o| o.stats.timeouts).sum();
+                            eprintln!(
+                                "case {} [{}] {} classes, {} flows, {:.3} s: median err {:?}, rho {:?}, pktsim {:.1} s, {drops} drops, {rtos} timeouts",
+                                r.case.seed,
+                                r.case.regime,
+                                r.case.scenario.classes.len(),
+                                r.flows,
+                                r.case.scenario.interval_s,
+                                e,
+                                rh,
+                                r.pkt_cpu
+                            );
+                        }
+                        results
+                            .lock()
+                            .map_err(|_| anyhow::anyhow!("a worker panicked"))?
+                            .push((i, r));
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+        }
+        Ok(())
+    })?;
+    let mut results = results.into_inner().map_err(|_| anyhow::anyhow!("a worker panicked"))?;
+    results.sort_by_key(|(i, _)| *i);
+
+    if let Some(path) = &a.csv {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {path}"))?);
+        writeln!(
+            f,
+            "seed,regime,config,class,cdf,load,weight,ecn_k,init_cwnd,flows,pktsim_p99,perflow_p99,aggregate_p99"
+        )?;
+        for (_, r) in &results {
+            for (k, po) in r.pkt.iter().enumerate() {
+                for (c, m) in r.case.scenario.classes.iter().zip(&r.case.scenario.mix) {
+                    let p = |o: &ModelOutput| o.sli.get(c.dscp).map_or(f64::NAN, |x| x.p99);
+                    let n = po.sli.get(c.dscp).map_or(0, |x| x.flows);
+                    let Some(knobs) = r.case.configs[k].class(c.dscp) else {
+                        continue;
+                    };
+                    writeln!(
+                        f,
+                        "{},{},{k},{},{},{:.4},{:.4},{},{},{n},{:.4},{:.4},{:.4}",
+                        r.case.seed,
+                        r.case.regime,
+                        c.name,
+                        m.size_cdf,
+                        m.load,
+                        knobs.weight,
+                        knobs.ecn_threshold.0,
+                        knobs.init_cwnd.0,
+                        p(po),
+                        p(&r.fs[0][k]),
+                        p(&r.fs[1][k])
+                    )?;
+                }
+            }
+        }
+    }
+
+    let mut by: BTreeMap<Regime, Acc> = BTreeMap::new();
+    let mut all = Acc::default();
+    for (_, r) in &results {
+        by.entry(r.case.regime).or_default().add(r);
+        all.add(r);
+    }
+    println!(
+        "{} set, cases {}..{}, {} configurations each",
+        a.set,
+        a.first,
+        a.first + a.cases,
+        a.configs
+    );
+    println!();
+    let mut head = "| regime | cases | class p99s |".to_string();
+    let mut rule = "|---|---|---|".to_string();
+    for (name, _) in MODES {
+        head += &format!(" {name}: median p99 error | within 20 % | median ρ of J | CPU ratio |");
+        rule += "---|---|---|---|";
+    }
+    println!("{head}\n{rule}");
+    for (g, acc) in &by {
+        println!("{}", acc.row(&g.to_string()));
+    }
+    println!("{}", all.row("**all**"));
+    Ok(())
+}
