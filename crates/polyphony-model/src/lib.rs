@@ -33,7 +33,8 @@ pub use flowsim::{FlowSim, FlowSimMode, FlowSimOptions};
 pub use model::{ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
 pub use pktsim::{Marking, PktSim, PktSimOptions};
 pub use simulate::{
-    default_config, poor_config, scale_scenario, scenario_input, simulate, ModelKind, SimulateReport, SimulateRequest,
+    default_config, poor_config, scale_scenario, scenario_input, scenario_trace, simulate, trace_input, ModelKind,
+    SimulateReport, SimulateRequest,
 };
 pub use synth::{load_at, mix_cdfs, synthesize, Locality, SynthesisOptions, TrafficMatrix};
 pub use topology::{Link, Path, Shape, Topology, HEADER_BYTES, MAX_HOPS, MSS};

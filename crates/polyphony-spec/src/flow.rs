@@ -121,64 +121,8 @@ impl Workload {
     /// Parses a CSV trace with the header `id,src,dst,dscp,size,start[,weight]` (sizes in bytes,
     /// start in ns). Errors give the 1-based line number.
     pub fn from_csv(text: &str, source_name: &str) -> Result<Workload, SpecError> {
-        let perr = |line: usize, why: String| SpecError::Parse {
-            source_name: source_name.into(),
-            line,
-            why,
-        };
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
-        let (hl, header) = lines
-            .next()
-            .ok_or_else(|| perr(1, "empty trace: expected a header line".into()))?;
-        let cols: Vec<&str> = header.split(',').map(str::trim).collect();
-        let expected = ["id", "src", "dst", "dscp", "size", "start"];
-        if cols.len() < 6 || cols[..6] != expected || (cols.len() == 7 && cols[6] != "weight") || cols.len() > 7 {
-            return Err(perr(
-                hl + 1,
-                format!("header is {header:?}; expected \"id,src,dst,dscp,size,start[,weight]\""),
-            ));
-        }
-        let mut flows = Vec::new();
-        for (i, l) in lines {
-            let v: Vec<&str> = l.split(',').map(str::trim).collect();
-            if v.len() != cols.len() {
-                return Err(perr(i + 1, format!("{} fields, expected {}", v.len(), cols.len())));
-            }
-            let num = |k: usize| -> Result<u64, SpecError> {
-                v[k].parse::<u64>()
-                    .map_err(|e| perr(i + 1, format!("{} = {:?}: {e}", cols[k], v[k])))
-            };
-            let dscp_raw = num(3)?;
-            let dscp = u8::try_from(dscp_raw)
-                .ok()
-                .and_then(|d| Dscp::new(d).ok())
-                .ok_or_else(|| perr(i + 1, format!("dscp = {dscp_raw}: use 0..=63")))?;
-            let weight = if cols.len() == 7 {
-                v[6].parse::<f64>()
-                    .map_err(|e| perr(i + 1, format!("weight = {:?}: {e}", v[6])))?
-            } else {
-                1.0
-            };
-            let host = |k: usize| -> Result<HostId, SpecError> {
-                let n = num(k)?;
-                u32::try_from(n)
-                    .map(HostId)
-                    .map_err(|_| perr(i + 1, format!("{} = {n}: too large", cols[k])))
-            };
-            flows.push(Flow {
-                id: FlowId(num(0)?),
-                src: host(1)?,
-                dst: host(2)?,
-                dscp,
-                size: Bytes(num(4)?),
-                start: Nanos(num(5)?),
-                weight,
-            });
-        }
-        Workload::new(flows, Nanos(0))
+        let rows = parse_csv_flows(text.lines().enumerate().map(|(i, l)| (i + 1, l)), source_name)?;
+        Workload::new(rows.into_iter().map(|(_, f)| f).collect(), Nanos(0))
     }
 
     /// Offered load of class `dscp` in bits per second over `duration` (weights applied).
@@ -194,6 +138,80 @@ impl Workload {
             .sum();
         bytes * 8.0 / self.duration.as_secs_f64()
     }
+}
+
+/// Parses CSV flow rows: the header `id,src,dst,dscp,size,start[,weight]`, then one flow a line.
+/// `lines` yields (1-based line number, text); blank lines and lines starting with `#` are
+/// skipped. Returns every flow with its line number, in file order. Errors give the line number.
+pub(crate) fn parse_csv_flows<'a>(
+    lines: impl Iterator<Item = (usize, &'a str)>,
+    source_name: &str,
+) -> Result<Vec<(usize, Flow)>, SpecError> {
+    let perr = |line: usize, why: String| SpecError::Parse {
+        source_name: source_name.into(),
+        line,
+        why,
+    };
+    let mut lines = lines.filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
+    let (hl, header) = lines
+        .next()
+        .ok_or_else(|| perr(1, "empty trace: expected a header line".into()))?;
+    let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+    let expected = ["id", "src", "dst", "dscp", "size", "start"];
+    if cols.len() < 6 || cols[..6] != expected || (cols.len() == 7 && cols[6] != "weight") || cols.len() > 7 {
+        return Err(perr(
+            hl,
+            format!("header is {header:?}; expected \"id,src,dst,dscp,size,start[,weight]\""),
+        ));
+    }
+    let mut flows = Vec::new();
+    for (ln, l) in lines {
+        let v: Vec<&str> = l.split(',').map(str::trim).collect();
+        if v.len() != cols.len() {
+            return Err(perr(
+                ln,
+                format!("{} fields, expected {} (truncated line?)", v.len(), cols.len()),
+            ));
+        }
+        let num = |k: usize| -> Result<u64, SpecError> {
+            v[k].parse::<u64>()
+                .map_err(|e| perr(ln, format!("{} = {:?}: {e} (a non-negative integer)", cols[k], v[k])))
+        };
+        let dscp_raw = num(3)?;
+        let dscp = u8::try_from(dscp_raw)
+            .ok()
+            .and_then(|d| Dscp::new(d).ok())
+            .ok_or_else(|| perr(ln, format!("dscp = {dscp_raw}: use 0..=63")))?;
+        let weight = if cols.len() == 7 {
+            v[6].parse::<f64>()
+                .map_err(|e| perr(ln, format!("weight = {:?}: {e}", v[6])))?
+        } else {
+            1.0
+        };
+        let host = |k: usize| -> Result<HostId, SpecError> {
+            let n = num(k)?;
+            u32::try_from(n)
+                .map(HostId)
+                .map_err(|_| perr(ln, format!("{} = {n}: too large", cols[k])))
+        };
+        let size = num(4)?;
+        if size == 0 {
+            return Err(perr(ln, "size = 0: a flow carries at least one byte".into()));
+        }
+        flows.push((
+            ln,
+            Flow {
+                id: FlowId(num(0)?),
+                src: host(1)?,
+                dst: host(2)?,
+                dscp,
+                size: Bytes(size),
+                start: Nanos(num(5)?),
+                weight,
+            },
+        ));
+    }
+    Ok(flows)
 }
 
 #[cfg(test)]

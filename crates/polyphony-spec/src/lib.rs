@@ -21,6 +21,7 @@ mod knobs;
 mod predict;
 mod scenario;
 mod sli;
+mod trace;
 mod units;
 
 pub use class::{validate_classes, Dscp, Slo, TrafficClass};
@@ -31,4 +32,5 @@ pub use knobs::{KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
 pub use predict::{ModelError, PerformanceModel};
 pub use scenario::{ClassMix, LoadPhase, Scenario, TopologySpec};
 pub use sli::{percentile, ClassSli, FlowOutcome, IdealFct, SliVector};
+pub use trace::{FlowTrace, TRACE_MAGIC};
 pub use units::{BitsPerSec, Bytes, Nanos, Packets};

@@ -59,7 +59,7 @@ impl TopologySpec {
         }
     }
 
-    fn validate(&self) -> Result<(), SpecError> {
+    pub(crate) fn validate(&self) -> Result<(), SpecError> {
         let pos = |k: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(())

@@ -150,6 +150,14 @@ pub struct SimulateArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Replay this flow trace (written by `--export-trace`) instead of synthesising the
+    /// scenario's flows; its topology replaces the scenario's, its configuration is the default.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["duration", "seed"])]
+    pub trace: Option<PathBuf>,
+    /// Also write the simulated flows, topology and configuration as a replayable trace (the
+    /// input of `--trace` and of the ns-3 program in bench/ns3/).
+    #[arg(long = "export-trace", value_name = "FILE")]
+    pub export_trace: Option<PathBuf>,
 }
 
 /// `polyphony recommend`.

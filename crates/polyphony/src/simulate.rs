@@ -1,13 +1,14 @@
 //! `polyphony simulate`: the per-class SLIs of a scenario under one configuration, by either
-//! model (the model crate's `simulate`). Reads the scenario, the configuration file and the
-//! flow-size CDFs; writes only to stdout.
+//! model (the model crate's `simulate`). Reads the scenario, the configuration file and,
+//! with `--trace`, a flow trace to replay; writes to stdout and, with `--export-trace`, the
+//! replayable trace of the simulated flows.
 
 use crate::cli::{ModelArg, SimulateArgs};
 use crate::network::load_scenario;
 use crate::Failure;
 use anyhow::anyhow;
-use polyphony_model::{simulate, ModelKind, SimulateRequest};
-use polyphony_spec::{Nanos, NetworkConfig};
+use polyphony_model::{scenario_trace, simulate, ModelKind, SimulateRequest};
+use polyphony_spec::{FlowTrace, Nanos, NetworkConfig};
 use std::path::Path;
 use std::time::Instant;
 
@@ -66,6 +67,33 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
     req.config = config;
     req.duration = args.duration.map(Nanos::from_secs_f64);
     req.seed = Some(args.seed);
+    if let Some(p) = &args.trace {
+        let shown = p.display().to_string();
+        let text =
+            std::fs::read_to_string(p).map_err(|e| Failure::Usage(format!("--trace: {shown}: cannot read: {e}")))?;
+        let trace = FlowTrace::parse(&text, &shown).map_err(|e| Failure::Usage(format!("--trace: {e}")))?;
+        let missing: Vec<&str> = req
+            .scenario
+            .classes
+            .iter()
+            .filter(|c| trace.config.class(c.dscp).is_none())
+            .map(|c| c.name.as_str())
+            .collect();
+        if !missing.is_empty() || trace.config.classes.len() != req.scenario.classes.len() {
+            return Err(Failure::Usage(format!(
+                "--trace: {shown}: its classes ({}) are not the scenario's (missing: {}); use the scenario the trace was exported from",
+                trace.config.classes.iter().map(|c| c.dscp.name()).collect::<Vec<_>>().join(", "),
+                missing.join(", ")
+            )));
+        }
+        req.scenario.topology = trace.topology.clone();
+        req.trace = Some(trace);
+    }
+    if let Some(p) = &args.export_trace {
+        let trace = scenario_trace(&req, &req.effective_config()).map_err(|e| Failure::Runtime(anyhow!("{e}")))?;
+        std::fs::write(p, trace.to_text())
+            .map_err(|e| Failure::Runtime(anyhow!("--export-trace: cannot write {}: {e}", p.display())))?;
+    }
     let t0 = Instant::now();
     let report = simulate(&req).map_err(|e| Failure::Runtime(anyhow!("{e}")))?;
     let wall = t0.elapsed().as_secs_f64();

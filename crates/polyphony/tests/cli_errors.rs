@@ -316,3 +316,43 @@ fn emu_on_an_unusable_metrics_listen_address_names_the_flag_and_exits_2() {
     assert_one_line_usage_error(&args, &["--metrics-listen", "203.0.113.7:9101"]);
     drop(taken);
 }
+
+/// `simulate --export-trace` writes a trace that `simulate --trace` replays to the same SLIs;
+/// bad traces (truncated line, unknown host, negative size, non-monotonic starts) give one
+/// line naming the file and the line, exit 2.
+#[test]
+fn exported_traces_replay_and_bad_traces_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trace");
+    let sc = scenario();
+    let sc = sc.to_str().unwrap();
+    let t = trace.to_str().unwrap();
+    let common = ["simulate", "--scenario", sc, "--json"];
+    let (code, direct, err) = run(&[&common[..], &["--duration", "0.1", "--export-trace", t]].concat());
+    assert_eq!(code, 0, "{err}");
+    let (code, replayed, err) = run(&[&common[..], &["--trace", t]].concat());
+    assert_eq!(code, 0, "{err}");
+    let classes = |out: &str| serde_json::from_str::<serde_json::Value>(out).unwrap()["classes"].clone();
+    assert_eq!(classes(&replayed), classes(&direct));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    let first_row = rows.iter().position(|l| l.starts_with("id,")).unwrap() + 1;
+    let with_row = |row: &str| {
+        let mut r = rows.clone();
+        r.insert(first_row + 1, row);
+        r.join("\n")
+    };
+    let line = format!(":{}:", first_row + 2);
+    let cases = [
+        (with_row("999,0,3,10,1500"), "fields"),
+        (with_row("999,0,17,10,1500,999999999"), "unknown host"),
+        (with_row("999,0,3,10,-1500,999999999"), "size"),
+        (with_row("999,0,3,10,1500,0"), "earlier than the previous row"),
+    ];
+    for (i, (body, needle)) in cases.iter().enumerate() {
+        let p = dir.path().join(format!("bad{i}.trace"));
+        std::fs::write(&p, body).unwrap();
+        let pp = p.to_str().unwrap();
+        assert_one_line_usage_error(&["simulate", "--scenario", sc, "--trace", pp], &[pp, &line, needle]);
+    }
+}
