@@ -1,0 +1,739 @@
+// polyphony-ns3-replay: replays a polyphony flow trace (`polyphony simulate --export-trace`) in
+// ns-3.37 and writes every finished flow's completion time, so pktsim can be checked against an
+// independent packet-level simulator on identical arrivals.
+//
+// Usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking]
+//   OUT.csv gets `id,fct_ns` per finished flow; a summary goes to stderr.
+//
+// What it builds (mirroring pktsim, crates/polyphony-model/src/pktsim/mod.rs):
+// * The trace's dumbbell or two-tier leaf-spine, point-to-point links with the trace's rates and
+//   delays. A leaf-spine flow takes the spine pktsim's ECMP hash picks (same hash, same salt):
+//   every host has one address per spine (10.s.rack.i+1) and static routes send address s
+//   through spine s, so data and ACKs of a flow cross the same spine both ways.
+// * Every egress port (switch ports and host NICs) runs ClassDrrQueueDisc: one FIFO per class,
+//   deficit round robin with quanta proportional to the class weights (1514 B x classes x
+//   weight), a shared byte limit (the trace's port buffer, default 1 MB; host NICs unlimited),
+//   optional per-class limits, and step ECN marking on enqueue when the class queue including
+//   the packet exceeds K (switch ports only unless --nic-marking). Sizes are counted as pktsim
+//   counts them: the IP packet plus a 14-byte Ethernet header. The device queue holds one
+//   packet, so the scheduler decides.
+// * DCTCP (g = 1/16, alpha starts at 1), MSS 1448, timestamps on (66-byte headers), no SACK,
+//   classic (NewReno) recovery, no limited transmit, an ACK per segment, min RTO 200 ms, SYN
+//   timeout 1 s, the class's initial window per connection, large socket buffers.
+// * A flow: at its start the receiver opens a listener of its own (closed after accept) and the
+//   sender connects, writes the flow's bytes, and waits for the receiver's one-byte
+//   application ack of the last byte; FCT = that ack's arrival - start (polyphony's IdealFct
+//   definition). Both ends close afterwards.
+//
+// Known difference from pktsim: a point-to-point frame carries a 2-byte PPP header where pktsim
+// serialises a 14-byte Ethernet header, so each full segment is 12 bytes (0.8 %) shorter on the
+// wire.
+
+#include <ns3/applications-module.h>
+#include <ns3/core-module.h>
+#include <ns3/internet-module.h>
+#include <ns3/network-module.h>
+#include <ns3/point-to-point-module.h>
+#include <ns3/traffic-control-module.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+const uint32_t kMss = 1448;
+const uint32_t kEthernet = 14;
+const uint32_t kQuantumBase = 1514;
+const uint32_t kPureAckIp = 52; // IPv4 20 + TCP with timestamps 32
+
+struct ClassCfg
+{
+    uint8_t dscp = 0;
+    double weight = 0;
+    uint64_t k = 0;
+    uint32_t initcwnd = 10;
+    uint64_t buffer = 0; // 0: none
+};
+
+struct FlowRec
+{
+    uint64_t id = 0;
+    uint32_t src = 0, dst = 0;
+    uint8_t dscp = 0;
+    uint64_t size = 0;
+    uint64_t start = 0;
+};
+
+struct Trace
+{
+    std::string kind;
+    uint32_t senders = 0, racks = 0, hostsPerRack = 0, spines = 0;
+    double hostMbps = 0, fabricMbps = 0, delayUs = 0;
+    uint64_t salt = 0;
+    uint64_t portBuffer = 1000000;
+    std::vector<ClassCfg> classes;
+    std::vector<FlowRec> flows;
+};
+
+[[noreturn]] void
+Fail(const std::string& where, const std::string& why)
+{
+    std::cerr << "polyphony-ns3-replay: " << where << ": " << why << std::endl;
+    std::exit(2);
+}
+
+std::map<std::string, std::string>
+KeyValues(std::istringstream& in, const std::string& where)
+{
+    std::map<std::string, std::string> kv;
+    std::string w;
+    while (in >> w)
+    {
+        auto eq = w.find('=');
+        if (eq == std::string::npos)
+        {
+            Fail(where, "\"" + w + "\" is not key=value");
+        }
+        kv[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    return kv;
+}
+
+double
+Num(const std::map<std::string, std::string>& kv, const std::string& key, const std::string& where)
+{
+    auto it = kv.find(key);
+    if (it == kv.end())
+    {
+        Fail(where, "missing " + key + "=");
+    }
+    try
+    {
+        return std::stod(it->second);
+    }
+    catch (...)
+    {
+        Fail(where, key + " = \"" + it->second + "\" is not a number");
+    }
+}
+
+// Parses the trace format of polyphony_spec::FlowTrace. The Rust importer is the strict one;
+// this reader checks what it relies on and names the line of anything it cannot use.
+Trace
+ReadTrace(const std::string& path)
+{
+    std::ifstream f(path);
+    if (!f)
+    {
+        Fail(path, "cannot open");
+    }
+    Trace t;
+    std::string line;
+    size_t ln = 0;
+    bool header = false;
+    while (std::getline(f, line))
+    {
+        ln++;
+        std::string where = path + ":" + std::to_string(ln);
+        if (line.empty())
+        {
+            continue;
+        }
+        if (ln == 1)
+        {
+            if (line != "# polyphony-trace 1")
+            {
+                Fail(where, "not a polyphony trace (first line must be \"# polyphony-trace 1\")");
+            }
+            continue;
+        }
+        if (line[0] == '#')
+        {
+            std::istringstream in(line.substr(1));
+            std::string key;
+            in >> key;
+            if (key == "topology")
+            {
+                in >> t.kind;
+                auto kv = KeyValues(in, where);
+                t.delayUs = Num(kv, "link_delay_us", where);
+                if (t.kind == "dumbbell")
+                {
+                    t.senders = Num(kv, "senders", where);
+                    t.hostMbps = t.fabricMbps = Num(kv, "rate_mbps", where);
+                }
+                else if (t.kind == "leaf_spine")
+                {
+                    t.racks = Num(kv, "racks", where);
+                    t.hostsPerRack = Num(kv, "hosts_per_rack", where);
+                    t.spines = Num(kv, "spines", where);
+                    t.hostMbps = Num(kv, "host_rate_mbps", where);
+                    t.fabricMbps = Num(kv, "fabric_rate_mbps", where);
+                }
+                else
+                {
+                    Fail(where, "topology kind \"" + t.kind + "\": use dumbbell or leaf_spine");
+                }
+            }
+            else if (key == "ecmp_salt")
+            {
+                in >> t.salt;
+            }
+            else if (key == "port_buffer_bytes")
+            {
+                in >> t.portBuffer;
+            }
+            else if (key == "class")
+            {
+                auto kv = KeyValues(in, where);
+                ClassCfg c;
+                c.dscp = Num(kv, "dscp", where);
+                c.weight = Num(kv, "weight", where);
+                c.k = Num(kv, "ecn_threshold_bytes", where);
+                c.initcwnd = Num(kv, "init_cwnd", where);
+                if (kv.count("buffer_bytes"))
+                {
+                    c.buffer = Num(kv, "buffer_bytes", where);
+                }
+                t.classes.push_back(c);
+            }
+            continue;
+        }
+        if (!header)
+        {
+            if (line != "id,src,dst,dscp,size,start")
+            {
+                Fail(where, "expected the header \"id,src,dst,dscp,size,start\"");
+            }
+            header = true;
+            continue;
+        }
+        FlowRec r;
+        unsigned dscp = 0;
+        char extra = 0;
+        if (std::sscanf(line.c_str(),
+                        "%lu,%u,%u,%u,%lu,%lu%c",
+                        &r.id,
+                        &r.src,
+                        &r.dst,
+                        &dscp,
+                        &r.size,
+                        &r.start,
+                        &extra) != 6)
+        {
+            Fail(where, "expected id,src,dst,dscp,size,start");
+        }
+        r.dscp = dscp;
+        t.flows.push_back(r);
+    }
+    if (t.kind.empty() || t.classes.empty())
+    {
+        Fail(path, "no topology or no class lines");
+    }
+    return t;
+}
+
+// SplitMix64 finaliser, exactly pktsim's `mix64` (crates/polyphony-model/src/topology.rs).
+uint64_t
+Mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+} // namespace
+
+namespace ns3
+{
+
+// Per-class FIFOs served by deficit round robin, a shared byte limit, optional per-class byte
+// limits and step ECN marking at K (see the file comment).
+class ClassDrrQueueDisc : public QueueDisc
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::ClassDrrQueueDisc")
+                                .SetParent<QueueDisc>()
+                                .SetGroupName("TrafficControl")
+                                .AddConstructor<ClassDrrQueueDisc>();
+        return tid;
+    }
+
+    ClassDrrQueueDisc()
+        : QueueDisc(QueueDiscSizePolicy::NO_LIMITS)
+    {
+    }
+
+    void Configure(const std::vector<ClassCfg>& classes, uint64_t limit, bool mark)
+    {
+        m_classes = classes;
+        m_limit = limit;
+        m_mark = mark;
+        size_t n = classes.size();
+        m_bytes.assign(n, 0);
+        m_deficit.assign(n, 0);
+        m_quantum.clear();
+        for (const auto& c : classes)
+        {
+            m_quantum.push_back(std::max<int64_t>(1, std::llround(c.weight * kQuantumBase * n)));
+        }
+    }
+
+    uint64_t marks = 0;
+    uint64_t drops = 0;
+
+  private:
+    size_t ClassOf(Ptr<QueueDiscItem> item) const
+    {
+        auto ip = DynamicCast<Ipv4QueueDiscItem>(item);
+        uint8_t dscp = ip ? (ip->GetHeader().GetTos() >> 2) : 0;
+        for (size_t i = 0; i < m_classes.size(); i++)
+        {
+            if (m_classes[i].dscp == dscp)
+            {
+                return i;
+            }
+        }
+        return 0;
+    }
+
+    static uint64_t Wire(Ptr<const QueueDiscItem> item)
+    {
+        return item->GetSize() + kEthernet;
+    }
+
+    bool DoEnqueue(Ptr<QueueDiscItem> item) override
+    {
+        size_t c = ClassOf(item);
+        uint64_t b = Wire(item);
+        uint64_t classLimit = m_classes[c].buffer;
+        if (m_total + b > m_limit || (classLimit > 0 && m_bytes[c] + b > classLimit))
+        {
+            drops++;
+            DropBeforeEnqueue(item, "buffer full");
+            return false;
+        }
+        if (m_mark && item->GetSize() > kPureAckIp && m_bytes[c] + b > m_classes[c].k)
+        {
+            if (Mark(item, "above K"))
+            {
+                marks++;
+            }
+        }
+        bool ok = GetInternalQueue(c)->Enqueue(item);
+        if (ok)
+        {
+            m_bytes[c] += b;
+            m_total += b;
+        }
+        return ok;
+    }
+
+    Ptr<QueueDiscItem> DoDequeue() override
+    {
+        if (m_total == 0)
+        {
+            return nullptr;
+        }
+        size_t n = m_classes.size();
+        for (;;)
+        {
+            size_t c = m_cur;
+            Ptr<const QueueDiscItem> head = GetInternalQueue(c)->Peek();
+            if (head)
+            {
+                if (!m_granted)
+                {
+                    m_deficit[c] += m_quantum[c];
+                    m_granted = true;
+                }
+                uint64_t b = Wire(head);
+                if (static_cast<int64_t>(b) <= m_deficit[c])
+                {
+                    Ptr<QueueDiscItem> item = GetInternalQueue(c)->Dequeue();
+                    m_deficit[c] -= b;
+                    m_bytes[c] -= b;
+                    m_total -= b;
+                    if (GetInternalQueue(c)->IsEmpty())
+                    {
+                        m_deficit[c] = 0;
+                        m_granted = false;
+                        m_cur = (c + 1) % n;
+                    }
+                    return item;
+                }
+            }
+            m_granted = false;
+            m_cur = (c + 1) % n;
+        }
+    }
+
+    bool CheckConfig() override
+    {
+        if (m_classes.empty())
+        {
+            return false;
+        }
+        while (GetNInternalQueues() < m_classes.size())
+        {
+            AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
+                "MaxSize",
+                QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 100000000))));
+        }
+        return true;
+    }
+
+    void InitializeParams() override
+    {
+    }
+
+    std::vector<ClassCfg> m_classes;
+    uint64_t m_limit = 0;
+    bool m_mark = false;
+    std::vector<uint64_t> m_bytes;
+    std::vector<int64_t> m_deficit;
+    std::vector<int64_t> m_quantum;
+    uint64_t m_total = 0;
+    size_t m_cur = 0;
+    bool m_granted = false;
+};
+
+NS_OBJECT_ENSURE_REGISTERED(ClassDrrQueueDisc);
+
+} // namespace ns3
+
+namespace
+{
+
+struct FlowState
+{
+    const FlowRec* rec = nullptr;
+    Ptr<Socket> sender, listener, receiver;
+    uint64_t sent = 0, received = 0;
+    bool acked = false, done = false;
+    int64_t fct = -1;
+};
+
+std::vector<FlowState> g_flows;
+
+void
+SenderFill(FlowState* st)
+{
+    while (st->sent < st->rec->size)
+    {
+        uint32_t room = st->sender->GetTxAvailable();
+        if (room == 0)
+        {
+            return;
+        }
+        uint64_t n = std::min<uint64_t>({st->rec->size - st->sent, room, 1u << 20});
+        int r = st->sender->Send(Create<Packet>(static_cast<uint32_t>(n)));
+        if (r <= 0)
+        {
+            return;
+        }
+        st->sent += r;
+    }
+}
+
+void
+SenderConnected(FlowState* st, Ptr<Socket>)
+{
+    SenderFill(st);
+}
+
+void
+SenderRoom(FlowState* st, Ptr<Socket>, uint32_t)
+{
+    SenderFill(st);
+}
+
+void
+SenderRecv(FlowState* st, Ptr<Socket> s)
+{
+    Ptr<Packet> p;
+    bool got = false;
+    while ((p = s->Recv()))
+    {
+        got = got || p->GetSize() > 0;
+    }
+    if (got && !st->done)
+    {
+        st->done = true;
+        st->fct = Simulator::Now().GetNanoSeconds() - static_cast<int64_t>(st->rec->start);
+        s->Close();
+    }
+}
+
+void
+ReceiverRecv(FlowState* st, Ptr<Socket> s)
+{
+    Ptr<Packet> p;
+    while ((p = s->Recv()))
+    {
+        st->received += p->GetSize();
+    }
+    if (!st->acked && st->received >= st->rec->size)
+    {
+        st->acked = true;
+        s->Send(Create<Packet>(1));
+        s->Close();
+    }
+}
+
+void
+ReceiverAccept(FlowState* st, Ptr<Socket> s, const Address&)
+{
+    st->receiver = s;
+    s->SetIpTos(st->rec->dscp << 2);
+    s->SetRecvCallback(MakeBoundCallback(&ReceiverRecv, st));
+    st->listener->Close();
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    if (argc < 3)
+    {
+        std::cerr << "usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking]" << std::endl;
+        return 2;
+    }
+    bool nicMarking = argc > 3 && std::string(argv[3]) == "--nic-marking";
+    auto wall0 = std::chrono::steady_clock::now();
+    Trace t = ReadTrace(argv[1]);
+    const bool ls = t.kind == "leaf_spine";
+    const uint32_t hosts = ls ? t.racks * t.hostsPerRack : t.senders + 1;
+    const uint32_t aliases = ls ? t.spines : 1;
+    for (size_t i = 0; i < t.flows.size(); i++)
+    {
+        const auto& r = t.flows[i];
+        std::string where = std::string(argv[1]) + ": flow " + std::to_string(r.id);
+        if (r.src >= hosts || r.dst >= hosts || r.src == r.dst)
+        {
+            Fail(where, "src/dst outside the topology or equal");
+        }
+        bool known = false;
+        for (const auto& c : t.classes)
+        {
+            known = known || c.dscp == r.dscp;
+        }
+        if (!known)
+        {
+            Fail(where, "dscp without a class line");
+        }
+    }
+    if (t.flows.size() > 60000)
+    {
+        Fail(argv[1], "more than 60000 flows: every flow needs a listener port of its own");
+    }
+
+    // TCP as pktsim assumes it.
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpDctcp::GetTypeId()));
+    Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
+                       TypeIdValue(TcpClassicRecovery::GetTypeId()));
+    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(kMss));
+    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
+    Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(1)));
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1u << 26));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1u << 26));
+    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
+    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
+    Config::SetDefault("ns3::TcpSocketBase::LimitedTransmit", BooleanValue(false));
+    Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue("On"));
+    Config::SetDefault("ns3::TcpDctcp::DctcpShiftG", DoubleValue(1.0 / 16));
+    Config::SetDefault("ns3::TcpDctcp::DctcpAlphaOnInit", DoubleValue(1.0));
+    Config::SetDefault("ns3::RttEstimator::InitialEstimation", TimeValue(Seconds(1)));
+
+    const uint32_t nSwitches = ls ? t.racks + t.spines : 1;
+    NodeContainer hostNodes, switchNodes;
+    hostNodes.Create(hosts);
+    switchNodes.Create(nSwitches);
+    InternetStackHelper stack;
+    Ipv4StaticRoutingHelper staticHelper;
+    stack.SetRoutingHelper(staticHelper);
+    stack.Install(hostNodes);
+    stack.Install(switchNodes);
+
+    std::vector<Ptr<ClassDrrQueueDisc>> switchDiscs;
+    uint32_t dummy = 0;
+    // Connects a and b; returns the interface index on each side. Every egress gets the DRR disc.
+    auto connect = [&](Ptr<Node> a, bool aSwitch, Ptr<Node> b, bool bSwitch, double mbps) {
+        PointToPointHelper p2p;
+        p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(std::llround(mbps * 1e6)))));
+        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(std::llround(t.delayUs * 1e3))));
+        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
+        NetDeviceContainer d = p2p.Install(a, b);
+        std::pair<uint32_t, uint32_t> idx;
+        for (int side = 0; side < 2; side++)
+        {
+            Ptr<Node> n = side == 0 ? a : b;
+            bool sw = side == 0 ? aSwitch : bSwitch;
+            Ptr<Ipv4> ip = n->GetObject<Ipv4>();
+            uint32_t i = ip->AddInterface(d.Get(side));
+            if (sw)
+            {
+                dummy++;
+                ip->AddAddress(i,
+                               Ipv4InterfaceAddress(Ipv4Address(0xAC100000u + dummy),
+                                                    Ipv4Mask("255.255.255.255")));
+            }
+            ip->SetUp(i);
+            (side == 0 ? idx.first : idx.second) = i;
+            TrafficControlHelper tch;
+            tch.SetRootQueueDisc("ns3::ClassDrrQueueDisc");
+            QueueDiscContainer qd = tch.Install(d.Get(side));
+            Ptr<ClassDrrQueueDisc> disc = DynamicCast<ClassDrrQueueDisc>(qd.Get(0));
+            disc->Configure(t.classes, sw ? t.portBuffer : UINT64_MAX, sw || nicMarking);
+            if (sw)
+            {
+                switchDiscs.push_back(disc);
+            }
+        }
+        return idx;
+    };
+    // Host h's address for spine alias s.
+    auto addr = [&](uint32_t h, uint32_t s) {
+        uint32_t rack = ls ? h / t.hostsPerRack : 0;
+        uint32_t i = ls ? h % t.hostsPerRack : h;
+        return Ipv4Address((10u << 24) | (s << 16) | (rack << 8) | (i + 1));
+    };
+    auto routing = [&](Ptr<Node> n) { return staticHelper.GetStaticRouting(n->GetObject<Ipv4>()); };
+    const Ipv4Mask host32("255.255.255.255");
+
+    std::vector<uint32_t> hostIfOnSwitch(hosts);
+    for (uint32_t h = 0; h < hosts; h++)
+    {
+        uint32_t leaf = ls ? h / t.hostsPerRack : 0;
+        auto idx = connect(hostNodes.Get(h), false, switchNodes.Get(leaf), true, t.hostMbps);
+        Ptr<Ipv4> ip = hostNodes.Get(h)->GetObject<Ipv4>();
+        for (uint32_t s = 0; s < aliases; s++)
+        {
+            ip->AddAddress(idx.first, Ipv4InterfaceAddress(addr(h, s), host32));
+        }
+        routing(hostNodes.Get(h))->SetDefaultRoute(Ipv4Address("0.0.0.0"), idx.first);
+        hostIfOnSwitch[h] = idx.second;
+        for (uint32_t s = 0; s < aliases; s++)
+        {
+            routing(switchNodes.Get(leaf))->AddHostRouteTo(addr(h, s), idx.second);
+        }
+    }
+    if (ls)
+    {
+        for (uint32_t r = 0; r < t.racks; r++)
+        {
+            for (uint32_t s = 0; s < t.spines; s++)
+            {
+                Ptr<Node> leaf = switchNodes.Get(r);
+                Ptr<Node> spine = switchNodes.Get(t.racks + s);
+                auto idx = connect(leaf, true, spine, true, t.fabricMbps);
+                // Leaf: alias s of any other rack goes up through spine s.
+                routing(leaf)->AddNetworkRouteTo(Ipv4Address((10u << 24) | (s << 16)),
+                                                 Ipv4Mask("255.255.0.0"),
+                                                 idx.first);
+                // Spine: rack r's addresses go down to leaf r.
+                for (uint32_t a = 0; a < aliases; a++)
+                {
+                    routing(spine)->AddNetworkRouteTo(
+                        Ipv4Address((10u << 24) | (a << 16) | (r << 8)),
+                        Ipv4Mask("255.255.255.0"),
+                        idx.second);
+                }
+            }
+        }
+    }
+
+    // Flows.
+    g_flows.resize(t.flows.size());
+    for (size_t i = 0; i < t.flows.size(); i++)
+    {
+        const FlowRec* r = &t.flows[i];
+        FlowState* st = &g_flows[i];
+        st->rec = r;
+        uint32_t cls = 0;
+        for (uint32_t c = 0; c < t.classes.size(); c++)
+        {
+            if (t.classes[c].dscp == r->dscp)
+            {
+                cls = c;
+            }
+        }
+        uint32_t alias = 0;
+        if (ls && r->src / t.hostsPerRack != r->dst / t.hostsPerRack)
+        {
+            uint64_t a = std::min(r->src, r->dst), b = std::max(r->src, r->dst);
+            uint64_t h = Mix64(r->id ^ Mix64(((a << 32) | b) ^ t.salt));
+            alias = h % t.spines;
+        }
+        uint16_t port = static_cast<uint16_t>(1024 + i);
+        uint8_t tos = r->dscp << 2;
+        uint32_t initcwnd = t.classes[cls].initcwnd;
+        Simulator::Schedule(NanoSeconds(r->start), [=]() {
+            Ptr<Node> dn = hostNodes.Get(r->dst);
+            st->listener = Socket::CreateSocket(dn, TcpSocketFactory::GetTypeId());
+            st->listener->SetIpTos(tos);
+            st->listener->Bind(InetSocketAddress(addr(r->dst, alias), port));
+            st->listener->Listen();
+            st->listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                                            MakeBoundCallback(&ReceiverAccept, st));
+            Ptr<Node> sn = hostNodes.Get(r->src);
+            st->sender = Socket::CreateSocket(sn, TcpSocketFactory::GetTypeId());
+            st->sender->SetAttribute("InitialCwnd", UintegerValue(initcwnd));
+            st->sender->SetIpTos(tos);
+            st->sender->Bind(InetSocketAddress(addr(r->src, alias), 0));
+            st->sender->SetConnectCallback(MakeBoundCallback(&SenderConnected, st),
+                                           MakeBoundCallback(&SenderConnected, st));
+            st->sender->SetSendCallback(MakeBoundCallback(&SenderRoom, st));
+            st->sender->SetRecvCallback(MakeBoundCallback(&SenderRecv, st));
+            st->sender->Connect(InetSocketAddress(addr(r->dst, alias), port));
+        });
+    }
+    uint64_t lastStart = t.flows.empty() ? 0 : t.flows.back().start;
+    Simulator::Stop(NanoSeconds(lastStart) + Seconds(30));
+    Simulator::Run();
+    double simEnd = Simulator::Now().GetSeconds();
+
+    std::ofstream out(argv[2]);
+    if (!out)
+    {
+        Fail(argv[2], "cannot write");
+    }
+    out << "id,fct_ns\n";
+    size_t done = 0;
+    for (const auto& st : g_flows)
+    {
+        if (st.done)
+        {
+            out << st.rec->id << "," << st.fct << "\n";
+            done++;
+        }
+    }
+    uint64_t marks = 0, drops = 0;
+    for (const auto& d : switchDiscs)
+    {
+        marks += d->marks;
+        drops += d->drops;
+    }
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    std::cerr << "flows " << t.flows.size() << " finished " << done << " switch_marks " << marks
+              << " switch_drops " << drops << " sim_end_s " << simEnd << " wall_s " << wall
+              << std::endl;
+    Simulator::Destroy();
+    return 0;
+}
