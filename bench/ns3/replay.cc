@@ -17,7 +17,8 @@
 //   the packet exceeds K (switch ports only unless --nic-marking). Sizes are counted as pktsim
 //   counts them: the IP packet plus a 14-byte Ethernet header. The device queue holds one
 //   packet, so the scheduler decides.
-// * DCTCP (g = 1/16, alpha starts at 1), MSS 1448, timestamps on (66-byte headers), no SACK,
+// * DCTCP (g = 1/16, alpha starts at 1, the window never cut below two segments as in Linux;
+//   see TcpDctcpFloor), MSS 1448, timestamps on (66-byte headers), no SACK,
 //   classic (NewReno) recovery, no limited transmit, an ACK per segment, min RTO 200 ms, SYN
 //   timeout 1 s, the class's initial window per connection, large socket buffers.
 // * A flow: at its start the receiver opens a listener of its own (closed after accept) and the
@@ -295,6 +296,7 @@ class ClassDrrQueueDisc : public QueueDisc
 
     uint64_t marks = 0;
     uint64_t drops = 0;
+    uint64_t enqueued[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 
   private:
     size_t ClassOf(Ptr<QueueDiscItem> item) const
@@ -337,6 +339,7 @@ class ClassDrrQueueDisc : public QueueDisc
         bool ok = GetInternalQueue(c)->Enqueue(item);
         if (ok)
         {
+            enqueued[c]++;
             m_bytes[c] += b;
             m_total += b;
         }
@@ -414,6 +417,40 @@ class ClassDrrQueueDisc : public QueueDisc
 
 NS_OBJECT_ENSURE_REGISTERED(ClassDrrQueueDisc);
 
+// ns-3.37's TcpDctcp cuts the window to cwnd x (1 - alpha/2) with no floor, so a marked window
+// of two segments becomes less than one segment and the sender stalls until a 200 ms RTO with
+// nothing lost (seen on the 10 Gbit/s dumbbell: 3 % of flows). Linux's dctcp_ssthresh and
+// pktsim keep at least two segments; so does this subclass.
+class TcpDctcpFloor : public TcpDctcp
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::TcpDctcpFloor")
+                                .SetParent<TcpDctcp>()
+                                .SetGroupName("Internet")
+                                .AddConstructor<TcpDctcpFloor>();
+        return tid;
+    }
+
+    std::string GetName() const override
+    {
+        return "TcpDctcpFloor";
+    }
+
+    uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t bytesInFlight) override
+    {
+        return std::max(TcpDctcp::GetSsThresh(tcb, bytesInFlight), 2 * tcb->m_segmentSize);
+    }
+
+    Ptr<TcpCongestionOps> Fork() override
+    {
+        return CopyObject<TcpDctcpFloor>(this);
+    }
+};
+
+NS_OBJECT_ENSURE_REGISTERED(TcpDctcpFloor);
+
 } // namespace ns3
 
 namespace
@@ -429,6 +466,13 @@ struct FlowState
 };
 
 std::vector<FlowState> g_flows;
+uint64_t g_deviceDrops = 0;
+
+void
+DeviceDrop(Ptr<const Packet>)
+{
+    g_deviceDrops++;
+}
 
 void
 SenderFill(FlowState* st)
@@ -544,7 +588,7 @@ main(int argc, char** argv)
     }
 
     // TCP as pktsim assumes it.
-    Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpDctcp::GetTypeId()));
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpDctcpFloor::GetTypeId()));
     Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
                        TypeIdValue(TcpClassicRecovery::GetTypeId()));
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(kMss));
@@ -580,6 +624,12 @@ main(int argc, char** argv)
         p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(std::llround(t.delayUs * 1e3))));
         p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
         NetDeviceContainer d = p2p.Install(a, b);
+        for (int side = 0; side < 2; side++)
+        {
+            Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(side));
+            dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeCallback(&DeviceDrop));
+            dev->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&DeviceDrop));
+        }
         std::pair<uint32_t, uint32_t> idx;
         for (int side = 0; side < 2; side++)
         {
@@ -701,6 +751,34 @@ main(int argc, char** argv)
                                            MakeBoundCallback(&SenderConnected, st));
             st->sender->SetSendCallback(MakeBoundCallback(&SenderRoom, st));
             st->sender->SetRecvCallback(MakeBoundCallback(&SenderRecv, st));
+            if (std::getenv("POLYPHONY_NS3_DEBUG_FLOW") &&
+                std::stoull(std::getenv("POLYPHONY_NS3_DEBUG_FLOW")) == r->id)
+            {
+                st->sender->TraceConnectWithoutContext(
+                    "CongestionWindow",
+                    MakeCallback(+[](uint32_t a, uint32_t b) {
+                        std::cerr << Simulator::Now().GetNanoSeconds() << " cwnd " << a << " -> " << b
+                                  << std::endl;
+                    }));
+                st->sender->TraceConnectWithoutContext(
+                    "CongState",
+                    MakeCallback(+[](TcpSocketState::TcpCongState_t a, TcpSocketState::TcpCongState_t b) {
+                        std::cerr << Simulator::Now().GetNanoSeconds() << " state " << a << " -> " << b
+                                  << std::endl;
+                    }));
+                st->sender->TraceConnectWithoutContext(
+                    "Tx",
+                    MakeCallback(+[](Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>) {
+                        std::cerr << Simulator::Now().GetNanoSeconds() << " tx seq " << h.GetSequenceNumber()
+                                  << " len " << p->GetSize() << " flags " << int(h.GetFlags()) << std::endl;
+                    }));
+                st->sender->TraceConnectWithoutContext(
+                    "Rx",
+                    MakeCallback(+[](Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>) {
+                        std::cerr << Simulator::Now().GetNanoSeconds() << " rx ack " << h.GetAckNumber()
+                                  << " len " << p->GetSize() << " flags " << int(h.GetFlags()) << std::endl;
+                    }));
+            }
             st->sender->Connect(InetSocketAddress(addr(r->dst, alias), port));
         });
     }
@@ -725,14 +803,25 @@ main(int argc, char** argv)
         }
     }
     uint64_t marks = 0, drops = 0;
+    std::vector<uint64_t> perClass(t.classes.size(), 0);
     for (const auto& d : switchDiscs)
     {
         marks += d->marks;
         drops += d->drops;
+        for (size_t c = 0; c < perClass.size(); c++)
+        {
+            perClass[c] += d->enqueued[c];
+        }
     }
+    std::cerr << "switch_enqueues_per_class";
+    for (auto n : perClass)
+    {
+        std::cerr << " " << n;
+    }
+    std::cerr << "; ";
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     std::cerr << "flows " << t.flows.size() << " finished " << done << " switch_marks " << marks
-              << " switch_drops " << drops << " sim_end_s " << simEnd << " wall_s " << wall
+              << " switch_drops " << drops << " device_drops " << g_deviceDrops << " sim_end_s " << simEnd << " wall_s " << wall
               << std::endl;
     Simulator::Destroy();
     return 0;

@@ -2,9 +2,9 @@
 //! [`harness`]), and the evaluation of the paper's §8 on a simulated or real network: the
 //! grounds a run is measured on ([`ground`]), the studies and their scenarios ([`studies`],
 //! [`scale`]), one closed loop per (tuner, seed) ([`closed_loop`]), the tables and CSV
-//! ([`report`]), reading that CSV back ([`iterations`]) and the plots ([`plots`]). Only
-//! [`report::write_all`] and [`plots`] write files, and only under the output directory they
-//! are given.
+//! ([`report`]), reading that CSV back ([`iterations`]) and the plots ([`plots`]); and pktsim
+//! cross-validated against ns-3 on identical flows ([`ns3`]). Only [`report::write_all`],
+//! [`plots`] and [`ns3::run_case`] write files, and only under the directory they are given.
 #![warn(missing_docs)]
 
 pub mod closed_loop;
@@ -12,6 +12,7 @@ pub mod eval;
 pub mod ground;
 pub mod harness;
 pub mod iterations;
+pub mod ns3;
 pub mod plots;
 pub mod report;
 pub mod scale;

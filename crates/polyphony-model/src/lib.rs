@@ -30,11 +30,11 @@ mod window;
 pub use cdf::SizeCdf;
 pub use error::ModelError;
 pub use flowsim::{FlowSim, FlowSimMode, FlowSimOptions};
-pub use model::{ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
+pub use model::{output_from_fcts, ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
 pub use pktsim::{Marking, PktSim, PktSimOptions};
 pub use simulate::{
-    default_config, poor_config, scale_scenario, scenario_input, scenario_trace, simulate, trace_input, ModelKind,
-    SimulateReport, SimulateRequest,
+    default_config, poor_config, scale_scenario, scenario_input, scenario_trace, simulate, three_class_scenario,
+    trace_input, ModelKind, SimulateReport, SimulateRequest,
 };
 pub use synth::{load_at, mix_cdfs, synthesize, Locality, SynthesisOptions, TrafficMatrix};
 pub use topology::{Link, Path, Shape, Topology, HEADER_BYTES, MAX_HOPS, MSS};

@@ -235,3 +235,11 @@ pub(crate) fn finish(
         stats,
     }
 }
+
+/// The output for per-flow FCTs measured elsewhere (an external simulator replaying the same
+/// workload, e.g. ns-3), computed exactly as the models compute theirs: the same ideal FCT,
+/// measurement window and treatment of unfinished flows (`None`: counted with the time from
+/// its start to `end`). `fct` is in workload order.
+pub fn output_from_fcts(input: &ModelInput, fct: &[Option<Nanos>], end: Nanos) -> ModelOutput {
+    finish(input, fct, None, end, RunStats::default())
+}

@@ -1,0 +1,225 @@
+//! pktsim against ns-3 on identical flows: runs the 16-case matrix of [`polyphony_bench::ns3`]
+//! through ns-3 (the replay program of bench/ns3/, built on first use by bench/ns3/build.sh),
+//! pktsim and both flowsim modes on the same exported traces, and writes
+//! `docs/results/pktsim-vs-ns3/cases.csv` and `summary.md`.
+//!
+//! `cargo run --release -p polyphony-bench --bin ns3-compare`
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use polyphony_bench::ns3::{case_trace, matrix, median, rel_err, run_case, spearman, CaseResult, CLASSES};
+use polyphony_model::{PktSim, PktSimOptions};
+use polyphony_spec::Nanos;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+
+#[derive(Parser, Debug)]
+#[command(about = "pktsim against ns-3 on identical flows (docs/results/pktsim-vs-ns3/)")]
+struct Args {
+    /// Flows per case (the span of each trace is scaled to hold about this many).
+    #[arg(long, default_value_t = 2000)]
+    flows: usize,
+    /// Workload seed of every case.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Only the cases whose name contains this.
+    #[arg(long)]
+    only: Option<String>,
+    /// Where the CSV and summary go.
+    #[arg(long, default_value = "docs/results/pktsim-vs-ns3")]
+    out: PathBuf,
+    /// Where traces and ns-3's outputs go.
+    #[arg(long, default_value = "target/ns3-compare")]
+    work: PathBuf,
+    /// The ns-3 replay program (built with bench/ns3/build.sh when absent).
+    #[arg(long, default_value = "target/ns3/polyphony-ns3-replay")]
+    ns3: PathBuf,
+    /// pktsim's TCP-small-queues window in µs (its default: 1000).
+    #[arg(long)]
+    pktsim_tsq_us: Option<f64>,
+    /// Seconds one ns-3 run may take.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if !(1..=60_000).contains(&args.flows) {
+        anyhow::bail!("--flows {}: use 1..=60000 (ns-3 gives every flow a port)", args.flows);
+    }
+    if !args.ns3.exists() {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ns3/build.sh");
+        let st = Command::new(&script)
+            .arg(&args.ns3)
+            .status()
+            .with_context(|| format!("running {}", script.display()))?;
+        anyhow::ensure!(st.success(), "{} failed ({st})", script.display());
+    }
+    std::fs::create_dir_all(&args.work).with_context(|| format!("creating {}", args.work.display()))?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let mut opts = PktSimOptions::default();
+    if let Some(us) = args.pktsim_tsq_us {
+        opts.tsq_window = Nanos::from_secs_f64(us * 1e-6);
+    }
+    let pktsim = PktSim::new(opts);
+    let mut results: Vec<CaseResult> = Vec::new();
+    for case in matrix() {
+        if args.only.as_ref().is_some_and(|o| !case.name.contains(o.as_str())) {
+            continue;
+        }
+        let trace = case_trace(&case, args.flows, args.seed)?;
+        let r = run_case(&case, &trace, &args.ns3, &args.work, args.timeout, &pktsim)?;
+        eprintln!(
+            "{:<32} {:>5} flows  ns-3 {:>7.2} s  pktsim {:>6.3} s  p99 ns-3/pktsim {}  [{}]",
+            r.case,
+            r.flows,
+            r.ns3_wall_s,
+            r.pktsim_wall_s,
+            r.classes
+                .iter()
+                .map(|c| format!("{:.2}/{:.2}", c[0].p99, c[1].p99))
+                .collect::<Vec<_>>()
+                .join(" "),
+            r.ns3_log
+        );
+        results.push(r);
+    }
+    let csv = cases_csv(&results);
+    std::fs::write(args.out.join("cases.csv"), &csv)?;
+    let summary = summary_md(&results, &args);
+    std::fs::write(args.out.join("summary.md"), &summary)?;
+    print!("{summary}");
+    Ok(())
+}
+
+fn cases_csv(results: &[CaseResult]) -> String {
+    let mut s =
+        String::from("case,class,flows,ns3_p50,ns3_p99,pktsim_p50,pktsim_p99,flowsim_p99,ns3_wall_s,pktsim_wall_s\n");
+    for r in results {
+        for (d, c) in CLASSES.iter().zip(&r.classes) {
+            let _ = writeln!(
+                s,
+                "{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.3},{:.4}",
+                r.case,
+                d.name(),
+                c[0].flows,
+                c[0].p50,
+                c[0].p99,
+                c[1].p50,
+                c[1].p99,
+                c[2].p99,
+                r.ns3_wall_s,
+                r.pktsim_wall_s
+            );
+        }
+    }
+    s
+}
+
+fn summary_md(results: &[CaseResult], args: &Args) -> String {
+    let rows: Vec<&[polyphony_bench::ns3::ClassNumbers; 4]> = results
+        .iter()
+        .flat_map(|r| r.classes.iter())
+        .filter(|c| c[0].flows > 0 && c[1].flows > 0)
+        .collect();
+    let col = |k: usize| rows.iter().map(|c| c[k].p99).collect::<Vec<f64>>();
+    let ns3 = col(0);
+    let errs = |k: usize| {
+        col(k)
+            .iter()
+            .zip(&ns3)
+            .map(|(a, b)| rel_err(*a, *b))
+            .collect::<Vec<f64>>()
+    };
+    let (ep, ef, ea) = (errs(1), errs(2), errs(3));
+    let p50_err: Vec<f64> = rows.iter().map(|c| rel_err(c[1].p50, c[0].p50)).collect();
+    let ns3_wall: f64 = results.iter().map(|r| r.ns3_wall_s).sum();
+    let pkt_wall: f64 = results.iter().map(|r| r.pktsim_wall_s).sum();
+    let flows: usize = results.iter().map(|r| r.flows).sum();
+    let mut s = String::new();
+    let _ = writeln!(s, "# pktsim against ns-3 on identical flows\n");
+    let mut cmd = String::from("cargo run --release -p polyphony-bench --bin ns3-compare");
+    if args.flows != 2000 {
+        let _ = write!(cmd, " -- --flows {}", args.flows);
+    }
+    if let Some(o) = &args.only {
+        let _ = write!(cmd, " --only {o}");
+    }
+    let _ = writeln!(
+        s,
+        "Regenerate: `{cmd}` (builds `bench/ns3/` with `bench/ns3/build.sh` on first use).\n"
+    );
+    let _ = writeln!(
+        s,
+        "{} cases, {} flows in all (about {} a case, seed {}), 3 classes at 20 % load each (σ = 2). \
+         Every case's trace goes through ns-3.37, pktsim and both flowsim modes. \
+         Errors are |model − ns-3| / ns-3 of the per-class p99 slowdown over {} case × class rows.\n",
+        results.len(),
+        flows,
+        args.flows,
+        args.seed,
+        rows.len()
+    );
+    let _ = writeln!(
+        s,
+        "| model vs ns-3 | median p99 error | worst p99 error | Spearman ρ of p99 over rows |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|");
+    for (name, e, k) in [
+        ("pktsim", &ep, 1),
+        ("flowsim (per flow)", &ef, 2),
+        ("flowsim (aggregate)", &ea, 3),
+    ] {
+        let worst = e.iter().copied().fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "| {name} | {:.1} % | {:.1} % | {:.3} |",
+            100.0 * median(e),
+            100.0 * worst,
+            spearman(&col(k), &ns3)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\npktsim's median p50 error against ns-3: {:.1} %.\n",
+        100.0 * median(&p50_err)
+    );
+    let _ = writeln!(
+        s,
+        "Speed, measured side by side in this run: ns-3 {:.1} s of wall time in all, pktsim {:.2} s: \
+         pktsim is {:.0}× faster (ns-3's time is its whole process: parsing, building, simulating).\n",
+        ns3_wall,
+        pkt_wall,
+        ns3_wall / pkt_wall.max(1e-9)
+    );
+    let _ = writeln!(s, "| case | class | ns-3 p99 | pktsim p99 | error | flowsim p99 |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for r in results {
+        for (d, c) in CLASSES.iter().zip(&r.classes) {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.2} | {:.2} | {:+.1} % | {:.2} |",
+                r.case,
+                d.name(),
+                c[0].p99,
+                c[1].p99,
+                100.0 * (c[1].p99 - c[0].p99) / c[0].p99,
+                c[2].p99
+            );
+        }
+    }
+    let unfinished: Vec<String> = results
+        .iter()
+        .filter(|r| r.ns3_unfinished + r.pktsim_unfinished > 0)
+        .map(|r| format!("{} (ns-3 {}, pktsim {})", r.case, r.ns3_unfinished, r.pktsim_unfinished))
+        .collect();
+    if !unfinished.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nUnfinished flows (counted with their running time): {}.",
+            unfinished.join(", ")
+        );
+    }
+    s
+}

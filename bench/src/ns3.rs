@@ -1,0 +1,349 @@
+//! pktsim against ns-3 on identical flows: the case matrix, one case run through ns-3 (the
+//! replay program of `bench/ns3/`, a separate process), pktsim and both flowsim modes on the
+//! same exported trace, and the comparison statistics (per-class p99 relative error, Spearman
+//! ρ, speed ratio) that `ns3-compare` writes to `docs/results/pktsim-vs-ns3/`.
+
+use polyphony_model::{
+    output_from_fcts, three_class_scenario, trace_input, FlowSim, FlowSimMode, ModelInput, ModelOutput, NetworkModel,
+    PktSim,
+};
+use polyphony_spec::{
+    percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, Nanos, NetworkConfig, Packets, TopologySpec,
+};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The three classes every case carries, in objective order.
+pub const CLASSES: [Dscp; 3] = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
+
+/// One point of the matrix.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// `topology-rate-mix-config`, e.g. `dumbbell-10g-meta-default`.
+    pub name: String,
+    /// The network.
+    pub topology: TopologySpec,
+    /// Size CDFs of the three classes.
+    pub sizes: [&'static str; 3],
+    /// The configuration.
+    pub config: NetworkConfig,
+}
+
+/// The skewed configuration: weights 0.6 / 0.3 / 0.1, K 10 / 60 / 200 kB, initcwnd 4 / 10 / 20.
+pub fn skewed_config() -> NetworkConfig {
+    let knobs = [(0.6, 10_000, 4), (0.3, 60_000, 10), (0.1, 200_000, 20)];
+    NetworkConfig {
+        classes: CLASSES
+            .iter()
+            .zip(knobs)
+            .map(|(&dscp, (weight, k, iw))| ClassConfig {
+                dscp,
+                weight,
+                ecn_threshold: Bytes(k),
+                init_cwnd: Packets(iw),
+                buffer: None,
+            })
+            .collect(),
+        port_buffer: None,
+    }
+}
+
+/// The 16 cases: {dumbbell (3 senders), leaf-spine (4 racks × 4 hosts, 2 spines, fabric twice
+/// the host rate)} × {10 Gbit/s with 1 µs links, 100 Mbit/s with 1.5 ms links} × {Meta mix
+/// (cache, web, Hadoop), WebSearch mix (WebSearch, Hadoop, cache)} × {default, skewed}.
+pub fn matrix() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for topo in ["dumbbell", "leafspine"] {
+        for (rate, mbps, delay_us) in [("10g", 10_000.0, 1.0), ("100m", 100.0, 1_500.0)] {
+            for (mix, sizes) in [
+                ("meta", ["meta-cache", "meta-web", "meta-hadoop"]),
+                ("websearch", ["websearch", "meta-hadoop", "meta-cache"]),
+            ] {
+                for (cfg_name, config) in [
+                    ("default", NetworkConfig::uniform(&CLASSES, Bytes(30_000), Packets(10))),
+                    ("skewed", skewed_config()),
+                ] {
+                    let topology = if topo == "dumbbell" {
+                        TopologySpec::Dumbbell {
+                            senders: 3,
+                            rate_mbps: mbps,
+                            link_delay_us: delay_us,
+                        }
+                    } else {
+                        TopologySpec::LeafSpine {
+                            racks: 4,
+                            hosts_per_rack: 4,
+                            spines: 2,
+                            host_rate_mbps: mbps,
+                            fabric_rate_mbps: 2.0 * mbps,
+                            link_delay_us: delay_us,
+                        }
+                    };
+                    cases.push(Case {
+                        name: format!("{topo}-{rate}-{mix}-{cfg_name}"),
+                        topology,
+                        sizes,
+                        config,
+                    });
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// The trace of `case`: about `flows` flows (60 % load, σ = 2) drawn with `seed`; the span is
+/// scaled from a probe draw so that every case has a similar flow count whatever its rate.
+pub fn case_trace(case: &Case, flows: usize, seed: u64) -> anyhow::Result<FlowTrace> {
+    let sc = three_class_scenario(&case.name, case.topology.clone(), case.sizes, [10.0; 3], 1.0);
+    // A probe span that holds a few hundred flows at 100 Mbit/s and proportionally at 10 Gbit/s.
+    let probe = Nanos::from_secs_f64(1.0 / (case.topology.reference_rate().as_mbps() / 100.0));
+    let n0 = polyphony_model::scenario_input(&sc, probe, seed)?
+        .workload
+        .flows
+        .len()
+        .max(1);
+    let span = Nanos::from_secs_f64(probe.as_secs_f64() * flows as f64 / n0 as f64);
+    let input = polyphony_model::scenario_input(&sc, span, seed)?;
+    Ok(FlowTrace {
+        topology: case.topology.clone(),
+        config: case.config.clone(),
+        ecmp_salt: input.seed,
+        workload: input.workload.as_ref().clone(),
+    })
+}
+
+/// Per-class statistics of one case from one simulator.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClassNumbers {
+    /// Measured flows.
+    pub flows: u64,
+    /// p50 slowdown.
+    pub p50: f64,
+    /// p99 slowdown.
+    pub p99: f64,
+}
+
+/// Everything one case produced.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// The case name.
+    pub case: String,
+    /// Flows in the trace.
+    pub flows: usize,
+    /// Per class (in [`CLASSES`] order): ns-3, pktsim, flowsim (per flow), flowsim (aggregate).
+    pub classes: Vec<[ClassNumbers; 4]>,
+    /// Wall seconds of the ns-3 process (parse, build, run, write).
+    pub ns3_wall_s: f64,
+    /// Wall seconds of the pktsim run.
+    pub pktsim_wall_s: f64,
+    /// Flows ns-3 left unfinished (counted with their running time, as the models do).
+    pub ns3_unfinished: u64,
+    /// Flows pktsim left unfinished.
+    pub pktsim_unfinished: u64,
+    /// ns-3's summary line (its stderr).
+    pub ns3_log: String,
+}
+
+fn numbers(out: &ModelOutput) -> Vec<ClassNumbers> {
+    CLASSES
+        .iter()
+        .map(|&d| {
+            out.sli.get(d).map_or_else(ClassNumbers::default, |s| ClassNumbers {
+                flows: s.flows,
+                p50: s.p50,
+                p99: s.p99,
+            })
+        })
+        .collect()
+}
+
+/// Reads the replay program's `id,fct_ns` file into per-flow FCTs in workload order.
+pub fn read_fcts(text: &str, input: &ModelInput, source: &str) -> anyhow::Result<Vec<Option<Nanos>>> {
+    let mut by_id: HashMap<FlowId, Nanos> = HashMap::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let (id, fct) = line
+            .split_once(',')
+            .ok_or_else(|| anyhow::anyhow!("{source}:{}: expected id,fct_ns, got {line:?}", i + 1))?;
+        let id: u64 = id
+            .trim()
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{source}:{}: id {id:?}: {e}", i + 1))?;
+        let fct: u64 = fct
+            .trim()
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{source}:{}: fct_ns {fct:?}: {e}", i + 1))?;
+        by_id.insert(FlowId(id), Nanos(fct));
+    }
+    Ok(input.workload.flows.iter().map(|f| by_id.get(&f.id).copied()).collect())
+}
+
+/// Runs one case: writes the trace under `work`, replays it with the ns-3 program `ns3`
+/// (bounded by `timeout_s`), then `pktsim` and both flowsim modes on the same trace.
+pub fn run_case(
+    case: &Case,
+    trace: &FlowTrace,
+    ns3: &Path,
+    work: &Path,
+    timeout_s: u64,
+    pktsim: &PktSim,
+) -> anyhow::Result<CaseResult> {
+    let tpath: PathBuf = work.join(format!("{}.trace", case.name));
+    let fpath: PathBuf = work.join(format!("{}.ns3-fct.csv", case.name));
+    std::fs::write(&tpath, trace.to_text())?;
+    let mut input = trace_input(trace)?;
+    input.keep_flows = true;
+    let t0 = Instant::now();
+    let out = Command::new("timeout")
+        .arg(timeout_s.to_string())
+        .arg(ns3)
+        .arg(&tpath)
+        .arg(&fpath)
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", ns3.display()))?;
+    let ns3_wall_s = t0.elapsed().as_secs_f64();
+    let log = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    if !out.status.success() {
+        anyhow::bail!("{}: ns-3 failed ({}): {log}", case.name, out.status);
+    }
+    let text = std::fs::read_to_string(&fpath)?;
+    let fcts = read_fcts(&text, &input, &fpath.display().to_string())?;
+    // ns-3 runs until 30 s after the last start, as pktsim's drain limit.
+    let last = input.workload.flows.last().map_or(0, |f| f.start.0);
+    let ns3_out = output_from_fcts(&input, &fcts, Nanos(last + 30 * Nanos::SECOND.0));
+
+    let t1 = Instant::now();
+    let pkt = pktsim.run(&input, &trace.config)?;
+    let pktsim_wall_s = t1.elapsed().as_secs_f64();
+    let fs = FlowSim::default()
+        .evaluate(&input, std::slice::from_ref(&trace.config))
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("flowsim returned nothing"))??;
+    let fa = FlowSim::with_mode(FlowSimMode::Aggregate)
+        .evaluate(&input, std::slice::from_ref(&trace.config))
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("flowsim returned nothing"))??;
+    let (n, p, f, a) = (numbers(&ns3_out), numbers(&pkt.output), numbers(&fs), numbers(&fa));
+    std::fs::write(
+        work.join(format!("{}.flows.csv", case.name)),
+        per_flow_csv(&ns3_out, &pkt.output),
+    )?;
+    Ok(CaseResult {
+        case: case.name.clone(),
+        flows: input.workload.flows.len(),
+        classes: (0..CLASSES.len()).map(|i| [n[i], p[i], f[i], a[i]]).collect(),
+        ns3_wall_s,
+        pktsim_wall_s,
+        ns3_unfinished: ns3_out.stats.unfinished,
+        pktsim_unfinished: pkt.output.stats.unfinished,
+        ns3_log: log,
+    })
+}
+
+/// `id,dscp,size,ns3_slowdown,pktsim_slowdown` for every measured flow (for finding out where
+/// the two disagree).
+fn per_flow_csv(ns3: &ModelOutput, pkt: &ModelOutput) -> String {
+    let mut s = String::from("id,dscp,size,ns3_slowdown,pktsim_slowdown\n");
+    let (Some(a), Some(b)) = (&ns3.flows, &pkt.flows) else {
+        return s;
+    };
+    for (x, y) in a.iter().zip(b) {
+        s.push_str(&format!(
+            "{},{},{},{:.4},{:.4}\n",
+            x.id.0,
+            x.dscp.value(),
+            x.size.0,
+            x.slowdown(),
+            y.slowdown()
+        ));
+    }
+    s
+}
+
+/// |a − b| / b.
+pub fn rel_err(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(f64::MIN_POSITIVE)
+}
+
+/// Median (nearest rank) of the values; NaN when empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    s.sort_by(f64::total_cmp);
+    percentile(&s, 0.5).unwrap_or(f64::NAN)
+}
+
+fn ranks(v: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let mut r = vec![0.0; v.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            r[k] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+/// Spearman rank correlation (Pearson on average ranks, ties shared); NaN for fewer than two
+/// points or a constant input.
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return f64::NAN;
+    }
+    let (ra, rb) = (ranks(&a[..n]), ranks(&b[..n]));
+    let m = (n as f64 + 1.0) / 2.0;
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in ra.iter().zip(&rb) {
+        sab += (x - m) * (y - m);
+        saa += (x - m) * (x - m);
+        sbb += (y - m) * (y - m);
+    }
+    sab / (saa * sbb).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_of_monotone_and_reversed_and_ties() {
+        assert!((spearman(&[1.0, 2.0, 3.0, 4.0], &[10.0, 20.0, 25.0, 100.0]) - 1.0).abs() < 1e-12);
+        assert!((spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
+        assert_eq!(ranks(&[5.0, 1.0, 5.0]), vec![2.5, 1.0, 2.5]);
+        assert!(spearman(&[1.0], &[1.0]).is_nan());
+    }
+
+    #[test]
+    fn the_matrix_has_sixteen_distinct_cases() {
+        let m = matrix();
+        assert_eq!(m.len(), 16);
+        let names: std::collections::HashSet<_> = m.iter().map(|c| c.name.clone()).collect();
+        assert_eq!(names.len(), 16);
+        assert!(m.iter().all(|c| c.config.validate().is_ok()));
+    }
+
+    #[test]
+    fn fct_file_maps_ids_to_workload_order_and_names_bad_lines() {
+        let case = &matrix()[0];
+        let trace = case_trace(case, 50, 3).unwrap();
+        let input = trace_input(&trace).unwrap();
+        let f = &input.workload.flows;
+        let text = format!("id,fct_ns\n{},1000\n{},2000\n", f[1].id.0, f[0].id.0);
+        let v = read_fcts(&text, &input, "x").unwrap();
+        assert_eq!(v[0], Some(Nanos(2000)));
+        assert_eq!(v[1], Some(Nanos(1000)));
+        assert_eq!(v[2], None);
+        let e = read_fcts("id,fct_ns\n1,-5\n", &input, "x").unwrap_err().to_string();
+        assert!(e.starts_with("x:2: fct_ns"), "{e}");
+    }
+}
