@@ -13,7 +13,8 @@
 // * Every egress port (switch ports and host NICs) runs ClassDrrQueueDisc: one FIFO per class,
 //   deficit round robin with quanta proportional to the class weights (1514 B x classes x
 //   weight), a shared byte limit (the trace's port buffer, default 1 MB; host NICs unlimited),
-//   optional per-class limits, and step ECN marking on enqueue when the class queue including
+//   optional per-class limits (a packet's class is its flow's, found by port; see ClassOf),
+//   and step ECN marking on enqueue when the class queue including
 //   the packet exceeds K (switch ports only unless --nic-marking). Sizes are counted as pktsim
 //   counts them: the IP packet plus a 14-byte Ethernet header. The device queue holds one
 //   packet, so the scheduler decides.
@@ -57,6 +58,9 @@ const uint32_t kMss = 1448;
 const uint32_t kEthernet = 14;
 const uint32_t kQuantumBase = 1514;
 const uint32_t kPureAckIp = 52; // IPv4 20 + TCP with timestamps 32
+const uint16_t kFirstPort = 1024;
+// Class index of the flow listening on port kFirstPort + i.
+std::vector<uint8_t> g_portClass;
 
 struct ClassCfg
 {
@@ -297,17 +301,25 @@ class ClassDrrQueueDisc : public QueueDisc
     uint64_t marks = 0;
     uint64_t drops = 0;
     uint64_t enqueued[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    uint64_t maxBytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 
   private:
+    // The class of a packet is its flow's: ns-3.37's TCP sends data segments with DSCP 0 once
+    // ECN is negotiated (and a TOS set on the socket afterwards clears ECT), so the DSCP on the
+    // wire cannot be trusted. Every flow has a listener port of its own (kFirstPort + its
+    // index), the destination port of its data and the source port of its ACKs.
     size_t ClassOf(Ptr<QueueDiscItem> item) const
     {
-        auto ip = DynamicCast<Ipv4QueueDiscItem>(item);
-        uint8_t dscp = ip ? (ip->GetHeader().GetTos() >> 2) : 0;
-        for (size_t i = 0; i < m_classes.size(); i++)
+        TcpHeader th;
+        if (item->GetPacket()->PeekHeader(th) == 0)
         {
-            if (m_classes[i].dscp == dscp)
+            return 0;
+        }
+        for (uint16_t port : {th.GetDestinationPort(), th.GetSourcePort()})
+        {
+            if (port >= kFirstPort && port - kFirstPort < g_portClass.size())
             {
-                return i;
+                return g_portClass[port - kFirstPort];
             }
         }
         return 0;
@@ -340,6 +352,7 @@ class ClassDrrQueueDisc : public QueueDisc
         if (ok)
         {
             enqueued[c]++;
+            maxBytes[c] = std::max(maxBytes[c], m_bytes[c] + b);
             m_bytes[c] += b;
             m_total += b;
         }
@@ -731,7 +744,8 @@ main(int argc, char** argv)
             uint64_t h = Mix64(r->id ^ Mix64(((a << 32) | b) ^ t.salt));
             alias = h % t.spines;
         }
-        uint16_t port = static_cast<uint16_t>(1024 + i);
+        uint16_t port = static_cast<uint16_t>(kFirstPort + i);
+        g_portClass.push_back(static_cast<uint8_t>(cls));
         uint8_t tos = r->dscp << 2;
         uint32_t initcwnd = t.classes[cls].initcwnd;
         Simulator::Schedule(NanoSeconds(r->start), [=]() {
@@ -803,7 +817,7 @@ main(int argc, char** argv)
         }
     }
     uint64_t marks = 0, drops = 0;
-    std::vector<uint64_t> perClass(t.classes.size(), 0);
+    std::vector<uint64_t> perClass(t.classes.size(), 0), maxQ(t.classes.size(), 0);
     for (const auto& d : switchDiscs)
     {
         marks += d->marks;
@@ -811,10 +825,16 @@ main(int argc, char** argv)
         for (size_t c = 0; c < perClass.size(); c++)
         {
             perClass[c] += d->enqueued[c];
+            maxQ[c] = std::max(maxQ[c], d->maxBytes[c]);
         }
     }
     std::cerr << "switch_enqueues_per_class";
     for (auto n : perClass)
+    {
+        std::cerr << " " << n;
+    }
+    std::cerr << "; switch_max_queue_bytes_per_class";
+    for (auto n : maxQ)
     {
         std::cerr << " " << n;
     }
