@@ -5,7 +5,7 @@
 
 use polyphony_model::{
     output_from_fcts, three_class_scenario, trace_input, FlowSim, FlowSimMode, ModelInput, ModelOutput, NetworkModel,
-    PktSim,
+    PktSim, PktSimOptions,
 };
 use polyphony_spec::{
     percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, Nanos, NetworkConfig, Packets, TopologySpec,
@@ -133,8 +133,9 @@ pub struct CaseResult {
     pub case: String,
     /// Flows in the trace.
     pub flows: usize,
-    /// Per class (in [`CLASSES`] order): ns-3, pktsim, flowsim (per flow), flowsim (aggregate).
-    pub classes: Vec<[ClassNumbers; 4]>,
+    /// Per class (in [`CLASSES`] order): ns-3, pktsim, flowsim (per flow), flowsim (aggregate),
+    /// pktsim without TCP small queues (as ns-3, which has none).
+    pub classes: Vec<[ClassNumbers; 5]>,
     /// Wall seconds of the ns-3 process (parse, build, run, write).
     pub ns3_wall_s: f64,
     /// Wall seconds of the pktsim run.
@@ -217,6 +218,11 @@ pub fn run_case(
     let t1 = Instant::now();
     let pkt = pktsim.run(&input, &trace.config)?;
     let pktsim_wall_s = t1.elapsed().as_secs_f64();
+    let no_tsq = PktSim::new(PktSimOptions {
+        tsq_window: Nanos::SECOND,
+        ..pktsim.options
+    })
+    .run(&input, &trace.config)?;
     let fs = FlowSim::default()
         .evaluate(&input, std::slice::from_ref(&trace.config))
         .pop()
@@ -226,6 +232,7 @@ pub fn run_case(
         .pop()
         .ok_or_else(|| anyhow::anyhow!("flowsim returned nothing"))??;
     let (n, p, f, a) = (numbers(&ns3_out), numbers(&pkt.output), numbers(&fs), numbers(&fa));
+    let q = numbers(&no_tsq.output);
     std::fs::write(
         work.join(format!("{}.flows.csv", case.name)),
         per_flow_csv(&ns3_out, &pkt.output),
@@ -233,7 +240,7 @@ pub fn run_case(
     Ok(CaseResult {
         case: case.name.clone(),
         flows: input.workload.flows.len(),
-        classes: (0..CLASSES.len()).map(|i| [n[i], p[i], f[i], a[i]]).collect(),
+        classes: (0..CLASSES.len()).map(|i| [n[i], p[i], f[i], a[i], q[i]]).collect(),
         ns3_wall_s,
         pktsim_wall_s,
         ns3_unfinished: ns3_out.stats.unfinished,

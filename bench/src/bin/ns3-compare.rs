@@ -93,6 +93,59 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// How the comparison is set up and what the disagreements turned out to be (true of the
+/// setup, not of one run's numbers).
+const FINDINGS: &str = "
+## Setup
+
+* The trace of each case is exported once (`polyphony_spec::FlowTrace`, the format of
+  `polyphony simulate --export-trace`) and replayed by ns-3 (`bench/ns3/replay.cc`), pktsim and
+  flowsim; slowdowns of all of them are computed by the model crate's code (`IdealFct`, the same
+  measurement window, unfinished flows counted with their running time).
+* Topologies: the dumbbell has 3 senders and 1 receiver; the leaf-spine 4 racks × 4 hosts and
+  2 spines, fabric links at twice the host rate, ECMP by pktsim's hash (ns-3 routes each flow
+  through the spine pktsim picks). 10 Gbit/s with 1 µs per link, or 100 Mbit/s with 1.5 ms.
+* Size mixes (AF11, AF21, AF31): `meta` = Meta cache, web, Hadoop; `websearch` = WebSearch,
+  Meta Hadoop, Meta cache. Configurations: `default` = equal weights, K = 30 kB, initcwnd 10;
+  `skewed` = weights 0.6 / 0.3 / 0.1, K = 10 / 60 / 200 kB, initcwnd 4 / 10 / 20.
+* ns-3 side: DCTCP (g = 1/16), MSS 1448 with timestamps, no SACK, NewReno recovery, no limited
+  transmit, an ACK per segment, min RTO 200 ms, SYN timeout 1 s, per-class DRR with step
+  marking at K in a queue disc of the program's own, 1 MB shared buffer per switch port,
+  unlimited host NIC queues without marking (pktsim's model; ns-3 has no TCP small queues).
+  One known difference remains: ns-3's point-to-point frames carry a 2-byte PPP header where
+  pktsim serialises 14 bytes of Ethernet, so a full segment is 0.8 % shorter on ns-3's wire.
+
+## What the disagreements were
+
+Found by comparing flows one by one (`target/ns3-compare/<case>.flows.csv` holds both
+slowdowns of every flow) and tracing single flows in ns-3 (`POLYPHONY_NS3_DEBUG_FLOW=<id>`):
+
+1. **ns-3's DCTCP stalls** (ns-3 wrong). ns-3.37's `TcpDctcp` cuts the window to
+   cwnd × (1 − α/2) with no floor: a marked two-segment window became 1024 bytes, less than one
+   segment, and the sender waited for a 200 ms RTO with nothing lost — 3 % of the flows of the
+   10 Gbit/s dumbbell, p99 slowdowns in the thousands. Linux (`dctcp_ssthresh`) and pktsim keep
+   at least two segments; the program now does too (`TcpDctcpFloor`).
+2. **ns-3 lost the classes** (ns-3 wrong). ns-3.37's TCP sends data segments with DSCP 0 once
+   ECN is negotiated (and a TOS set on the socket afterwards clears ECT), so every class went
+   through AF11's queue with AF11's K; the skewed cases differed from pktsim by up to 12×. The
+   queue disc now classifies a packet by its flow (every flow has a port of its own).
+3. **Single-flow tails** (neither wrong). In classes with fewer than 100 flows (†) the p99 is
+   one flow: where a loss in a full shared buffer was repaired by fast retransmit in one
+   simulator and by a 200 ms RTO in the other, that one flow sets the row's error while the
+   class's other flows agree closely (see the per-flow file).
+4. **No TCP small queues in ns-3** (a modelling difference, open). pktsim keeps at most 1 ms of
+   line rate per flow in a sender's NIC queue (Linux's TSQ: 12.5 kB at 100 Mbit/s); ns-3 has
+   no TSQ, so a flow queues its whole window at its NIC, unmarked. Where hosts' NICs are the
+   bottleneck — the leaf-spine, most at 100 Mbit/s — small flows behind a large one from the
+   same host wait hundreds of ms in ns-3 with nothing dropped, and ns-3's tail is higher than
+   pktsim's. The row \"pktsim without TCP small queues\" runs pktsim with a 1 s TSQ window (no
+   limit), i.e. with ns-3's host model: it isolates this one difference. Marking at the NICs
+   (`polyphony-ns3-replay … --nic-marking`) moves ns-3 the other way; neither is Linux's TSQ,
+   which pktsim models.
+
+No pktsim mechanics were changed: every disagreement traced so far was an ns-3 setting or\nthe NIC-queue difference above.
+";
+
 fn cases_csv(results: &[CaseResult]) -> String {
     let mut s =
         String::from("case,class,flows,ns3_p50,ns3_p99,pktsim_p50,pktsim_p99,flowsim_p99,ns3_wall_s,pktsim_wall_s\n");
@@ -118,7 +171,7 @@ fn cases_csv(results: &[CaseResult]) -> String {
 }
 
 fn summary_md(results: &[CaseResult], args: &Args) -> String {
-    let rows: Vec<&[polyphony_bench::ns3::ClassNumbers; 4]> = results
+    let rows: Vec<&[polyphony_bench::ns3::ClassNumbers; 5]> = results
         .iter()
         .flat_map(|r| r.classes.iter())
         .filter(|c| c[0].flows > 0 && c[1].flows > 0)
@@ -132,19 +185,26 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
             .map(|(a, b)| rel_err(*a, *b))
             .collect::<Vec<f64>>()
     };
-    let (ep, ef, ea) = (errs(1), errs(2), errs(3));
+    let (ep, ef, ea, eq) = (errs(1), errs(2), errs(3), errs(4));
     let p50_err: Vec<f64> = rows.iter().map(|c| rel_err(c[1].p50, c[0].p50)).collect();
     let ns3_wall: f64 = results.iter().map(|r| r.ns3_wall_s).sum();
     let pkt_wall: f64 = results.iter().map(|r| r.pktsim_wall_s).sum();
     let flows: usize = results.iter().map(|r| r.flows).sum();
     let mut s = String::new();
     let _ = writeln!(s, "# pktsim against ns-3 on identical flows\n");
-    let mut cmd = String::from("cargo run --release -p polyphony-bench --bin ns3-compare");
+    let mut extra = String::new();
     if args.flows != 2000 {
-        let _ = write!(cmd, " -- --flows {}", args.flows);
+        let _ = write!(extra, " --flows {}", args.flows);
+    }
+    if args.seed != 1 {
+        let _ = write!(extra, " --seed {}", args.seed);
     }
     if let Some(o) = &args.only {
-        let _ = write!(cmd, " --only {o}");
+        let _ = write!(extra, " --only {o}");
+    }
+    let mut cmd = String::from("cargo run --release -p polyphony-bench --bin ns3-compare");
+    if !extra.is_empty() {
+        let _ = write!(cmd, " --{extra}");
     }
     let _ = writeln!(
         s,
@@ -170,6 +230,7 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
         ("pktsim", &ep, 1),
         ("flowsim (per flow)", &ef, 2),
         ("flowsim (aggregate)", &ea, 3),
+        ("pktsim without TCP small queues (as ns-3)", &eq, 4),
     ] {
         let worst = e.iter().copied().fold(0.0, f64::max);
         let _ = writeln!(
@@ -193,22 +254,58 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
         pkt_wall,
         ns3_wall / pkt_wall.max(1e-9)
     );
-    let _ = writeln!(s, "| case | class | ns-3 p99 | pktsim p99 | error | flowsim p99 |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    let by_regime = |pat: &str| -> String {
+        let e: Vec<f64> = results
+            .iter()
+            .filter(|r| r.case.contains(pat))
+            .flat_map(|r| r.classes.iter().map(|c| rel_err(c[1].p99, c[0].p99)))
+            .collect();
+        format!("{:.1} % ({} rows)", 100.0 * median(&e), e.len())
+    };
+    let _ = writeln!(s, "pktsim's median p99 error by regime:\n");
+    let _ = writeln!(s, "| regime | median p99 error |");
+    let _ = writeln!(s, "|---|---|");
+    for pat in [
+        "dumbbell",
+        "leafspine",
+        "-10g-",
+        "-100m-",
+        "-meta-",
+        "-websearch-",
+        "-default",
+        "-skewed",
+    ] {
+        let _ = writeln!(s, "| {} | {} |", pat.trim_matches('-'), by_regime(pat));
+    }
+    let _ = writeln!(
+        s,
+        "\nEvery row (`flows` = measured flows of the class; with fewer than 100 the nearest-rank p99 \
+         is the slowest single flow, so one retransmission timeout in one simulator and not the \
+         other moves it by up to 200 ms / ideal FCT — marked †):\n"
+    );
+    let _ = writeln!(
+        s,
+        "| case | class | flows | ns-3 p99 | pktsim p99 | error | pktsim without TSQ p99 | flowsim p99 |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     for r in results {
         for (d, c) in CLASSES.iter().zip(&r.classes) {
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.2} | {:.2} | {:+.1} % | {:.2} |",
+                "| {} | {} | {}{} | {:.2} | {:.2} | {:+.1} % | {:.2} | {:.2} |",
                 r.case,
                 d.name(),
+                c[0].flows,
+                if c[0].flows < 100 { " †" } else { "" },
                 c[0].p99,
                 c[1].p99,
                 100.0 * (c[1].p99 - c[0].p99) / c[0].p99,
+                c[4].p99,
                 c[2].p99
             );
         }
     }
+    s.push_str(FINDINGS);
     let unfinished: Vec<String> = results
         .iter()
         .filter(|r| r.ns3_unfinished + r.pktsim_unfinished > 0)
