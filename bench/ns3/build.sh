@@ -16,8 +16,5 @@ fi
 mkdir -p "$(dirname "$out")"
 g++ -std=c++17 -O2 -o "$out" "$here/replay.cc" \
     -lns3-core -lns3-network -lns3-internet -lns3-point-to-point -lns3-traffic-control \
-    -lns3-applications -lns3-stats -lns3-bridge -lns3-mpi 2>/dev/null \
-    || g++ -std=c++17 -O2 -o "$out" "$here/replay.cc" \
-        -lns3-core -lns3-network -lns3-internet -lns3-point-to-point -lns3-traffic-control \
-        -lns3-applications
+    -lns3-applications
 echo "$out"

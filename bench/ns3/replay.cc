@@ -3,7 +3,9 @@
 // independent packet-level simulator on identical arrivals.
 //
 // Usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking]
-//   OUT.csv gets `id,fct_ns` per finished flow; a summary goes to stderr.
+//   OUT.csv gets `id,fct_ns` per finished flow; a summary goes to stderr. --nic-marking also
+//   marks at hosts' NIC queues (pktsim does not; see docs/results/pktsim-vs-ns3/summary.md).
+//   POLYPHONY_NS3_DEBUG_FLOW=<id> prints one flow's sender events to stderr.
 //
 // What it builds (mirroring pktsim, crates/polyphony-model/src/pktsim/mod.rs):
 // * The trace's dumbbell or two-tier leaf-spine, point-to-point links with the trace's rates and
@@ -600,6 +602,19 @@ main(int argc, char** argv)
         Fail(argv[1], "more than 60000 flows: every flow needs a listener port of its own");
     }
 
+    // POLYPHONY_NS3_DEBUG_FLOW=<id>: print that flow's sender events (window, state, segments).
+    int64_t debugFlow = -1;
+    if (const char* v = std::getenv("POLYPHONY_NS3_DEBUG_FLOW"))
+    {
+        char* end = nullptr;
+        long long id = std::strtoll(v, &end, 10);
+        if (end == v || *end != '\0' || id < 0)
+        {
+            Fail("POLYPHONY_NS3_DEBUG_FLOW", std::string("\"") + v + "\" is not a flow id");
+        }
+        debugFlow = id;
+    }
+
     // TCP as pktsim assumes it.
     Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpDctcpFloor::GetTypeId()));
     Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
@@ -765,8 +780,7 @@ main(int argc, char** argv)
                                            MakeBoundCallback(&SenderConnected, st));
             st->sender->SetSendCallback(MakeBoundCallback(&SenderRoom, st));
             st->sender->SetRecvCallback(MakeBoundCallback(&SenderRecv, st));
-            if (std::getenv("POLYPHONY_NS3_DEBUG_FLOW") &&
-                std::stoull(std::getenv("POLYPHONY_NS3_DEBUG_FLOW")) == r->id)
+            if (debugFlow == static_cast<int64_t>(r->id))
             {
                 st->sender->TraceConnectWithoutContext(
                     "CongestionWindow",
