@@ -1,16 +1,18 @@
-//! One closed-loop run of one tuner on one ground: optional warm-up windows at design points
-//! around the start (the paper's §8.5 warm-up), then per control interval: measure the
-//! configuration in force, observe, propose (with flowsim replaying the interval's flows as the
-//! model), apply; repeat. Records what each window measured and decided. No I/O besides the
-//! ground's.
+//! One closed-loop run of one tuner on one ground, driven through the core's one control step
+//! ([`ControlStep`], the same the daemon and the demo run): per interval, measure the
+//! configuration in force on the ground, hand it to the step with flowsim replaying the
+//! interval's flows as the model, time the decision, put the decided configuration in force;
+//! optional warm-up windows at design points around the start come first (the paper's §8.5
+//! warm-up). Records what each window measured and decided. No I/O besides the ground's.
 
 use crate::ground::{Ground, Interval};
 use crate::tuners::{holds_its_configuration, initial_config, make_study_tuner};
 use crate::EvalError;
-use polyphony_core::{ControllerParams, Objective, Observation, Space};
+use polyphony_core::step::warmup_design;
+use polyphony_core::{ControlStep, ControllerParams, CoreError, Decision, Phase, StepInput, StepPolicy, Tuner};
 use polyphony_model::NetworkModel;
 use polyphony_model::{ModelContext, WindowModel};
-use polyphony_spec::{KnobSpace, NetworkConfig, Scenario};
+use polyphony_spec::{KnobSpace, ModelError, NetworkConfig, PerformanceModel, Scenario, SliVector};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,6 +38,8 @@ pub struct LoopSetup {
     /// [`Tuner::warm_up`], and after the last one it proposes the configuration of control
     /// iteration 0. Not counted in any metric.
     pub warmup: usize,
+    /// The guard of the control step ([`StepPolicy::guard`]); the studies run without.
+    pub guard: Option<f64>,
     /// The controller's model (flowsim) and what it needs besides the workload.
     pub model: Arc<dyn NetworkModel>,
     /// Topology and classes for model inputs.
@@ -55,8 +59,12 @@ pub struct IterationRecord {
     pub ratios: Vec<f64>,
     /// Measured objective J (NaN when a class had no measurement).
     pub objective: f64,
-    /// Wall seconds of observe + propose (0 for a skipped interval). Not deterministic.
-    pub decide_s: f64,
+    /// Wall seconds the controller spent deciding after this interval, outside the model's
+    /// calls ([`DecideTime::wall_s`]). Not deterministic.
+    pub decide_wall_s: f64,
+    /// CPU seconds of the deciding thread, outside the model's calls ([`DecideTime::cpu_s`]).
+    /// Not deterministic.
+    pub decide_cpu_s: f64,
     /// Model evaluations the proposal used.
     pub model_evaluations: usize,
     /// Why the next configuration was chosen.
@@ -95,38 +103,6 @@ impl RunTrace {
     }
 }
 
-/// Measures interval `index` under `config` and records it (objective NaN unless every class
-/// finished a flow).
-fn measure(
-    ground: &mut dyn Ground,
-    classes: &[polyphony_spec::TrafficClass],
-    objective: &Objective,
-    iteration: usize,
-    index: u64,
-    config: &NetworkConfig,
-) -> Result<(Interval, IterationRecord), EvalError> {
-    let m = ground.measure(index, config)?;
-    let p99: Vec<f64> = classes
-        .iter()
-        .map(|c| m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99))
-        .collect();
-    let ratios: Vec<f64> = classes.iter().zip(&p99).map(|(c, p)| p / c.slo.max_slowdown).collect();
-    let mut rec = IterationRecord {
-        iteration,
-        config: config.clone(),
-        objective: f64::NAN,
-        p99,
-        ratios,
-        decide_s: 0.0,
-        model_evaluations: 0,
-        reason: String::new(),
-    };
-    if rec.p99.iter().all(|p| p.is_finite() && *p > 0.0) {
-        rec.objective = objective.of_ratios(&rec.ratios);
-    }
-    Ok((m, rec))
-}
-
 /// The configuration `tuner` starts from in this setup (`near-optimal`: the reference; an
 /// error when the study has none).
 pub fn tuner_start(tuner: &str, setup: &LoopSetup) -> Result<NetworkConfig, EvalError> {
@@ -140,17 +116,127 @@ pub fn warmup_configs(tuner: &str, seed: u64, setup: &LoopSetup) -> Result<Vec<N
     if holds_its_configuration(tuner) {
         return Ok(vec![tuner_start(tuner, setup)?; setup.warmup]);
     }
-    let usage = |e: polyphony_core::CoreError| EvalError::Usage(e.to_string());
-    let space = Space::new(&setup.knobs, setup.params.aitchison_alpha).map_err(usage)?;
-    let x0 = space.point_of_config(&setup.start).map_err(usage)?;
-    polyphony_core::warmup::design(&space, &x0, setup.params.trust_radius_init, setup.warmup, seed)
-        .iter()
-        .map(|x| space.config_of(x, &setup.start).map_err(usage))
-        .collect()
+    warmup_design(
+        &setup.knobs,
+        setup.params.aitchison_alpha,
+        &setup.start,
+        setup.params.trust_radius_init,
+        setup.warmup,
+        seed,
+    )
+    .map_err(|e| EvalError::Usage(e.to_string()))
+}
+
+/// The time one decision took, measured around [`ControlStep::step`] by its driver (the core
+/// has no clock).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DecideTime {
+    /// Wall seconds of the step minus those spent inside the performance model's calls: the
+    /// controller's own deciding, without the model and without waiting for threads shared
+    /// with other runs.
+    pub wall_s: f64,
+    /// CPU seconds of the deciding thread in the step, outside the model's calls (work the
+    /// controller's libraries hand to other threads is not counted).
+    pub cpu_s: f64,
+    /// Wall seconds inside the model's calls.
+    pub model_s: f64,
+}
+
+/// CPU time of the calling thread, seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// The model as the step sees it, with the wall and thread-CPU time of its calls added up.
+struct TimedModel<'a> {
+    inner: &'a dyn PerformanceModel,
+    /// (wall, cpu) seconds inside `predict`.
+    spent: std::sync::Mutex<(f64, f64)>,
+}
+
+impl PerformanceModel for TimedModel<'_> {
+    fn predict(&self, configs: &[NetworkConfig], crn_seed: u64) -> Result<Vec<SliVector>, ModelError> {
+        let (w0, c0) = (Instant::now(), thread_cpu_s());
+        let out = self.inner.predict(configs, crn_seed);
+        let (w, c) = (w0.elapsed().as_secs_f64(), thread_cpu_s() - c0);
+        if let Ok(mut s) = self.spent.lock() {
+            s.0 += w;
+            s.1 += c;
+        }
+        out
+    }
+}
+
+/// The harness's driver of one interval: hands what the ground measured under `config` (the
+/// interval's SLIs and workload window, workload id `index`) to the step with `model`, and
+/// times the decision. Nothing else: the step decides.
+pub fn decide<T: Tuner>(
+    step: &mut ControlStep<T>,
+    config: &NetworkConfig,
+    interval: &Interval,
+    index: u64,
+    model: &dyn PerformanceModel,
+) -> Result<(Decision, DecideTime), CoreError> {
+    let timed = TimedModel {
+        inner: model,
+        spent: std::sync::Mutex::new((0.0, 0.0)),
+    };
+    let (w0, c0) = (Instant::now(), thread_cpu_s());
+    let d = step.step(
+        &StepInput {
+            config,
+            slis: &interval.sli,
+            window: Some(&interval.workload),
+            workload: Some(index),
+        },
+        &timed,
+    )?;
+    let (wall, cpu) = (w0.elapsed().as_secs_f64(), thread_cpu_s() - c0);
+    let (mw, mc) = timed.spent.lock().map_or((0.0, 0.0), |s| *s);
+    Ok((
+        d,
+        DecideTime {
+            wall_s: (wall - mw).max(0.0),
+            cpu_s: (cpu - mc).max(0.0),
+            model_s: mw,
+        },
+    ))
+}
+
+/// The control step of one run of `tuner` with `seed` (the controller's seed too) in `setup`,
+/// and the configuration it starts from.
+pub fn make_step(
+    tuner: &str,
+    seed: u64,
+    setup: &LoopSetup,
+) -> Result<(ControlStep<Box<dyn Tuner + Send>>, NetworkConfig), EvalError> {
+    let params = ControllerParams {
+        seed,
+        ..setup.params.clone()
+    };
+    let t = make_study_tuner(
+        tuner,
+        &setup.scenario.name,
+        &setup.scenario.classes,
+        &setup.knobs,
+        &setup.start,
+        setup.reference.as_ref(),
+        &params,
+    )?;
+    let start = tuner_start(tuner, setup)?;
+    let policy = StepPolicy { guard: setup.guard };
+    let step = ControlStep::new(t, policy, start.clone(), warmup_configs(tuner, seed, setup)?);
+    Ok((step, start))
 }
 
 /// Runs `tuner` for `setup.warmup` warm-up windows and then `setup.iterations` control
-/// intervals on `ground`; `tick` is called after each.
+/// intervals on `ground`, through one [`ControlStep`]; `tick` is called after each.
 pub fn run_tuner(
     tuner: &str,
     seed: u64,
@@ -159,10 +245,6 @@ pub fn run_tuner(
     pool: &Arc<rayon::ThreadPool>,
     tick: &(dyn Fn() + Sync),
 ) -> Result<RunTrace, EvalError> {
-    let params = ControllerParams {
-        seed,
-        ..setup.params.clone()
-    };
     let fail = |iteration: usize, message: String| EvalError::Tuner {
         tuner: tuner.to_string(),
         seed,
@@ -170,88 +252,51 @@ pub fn run_tuner(
         message,
     };
     let classes = &setup.scenario.classes;
-    let mut t = make_study_tuner(
-        tuner,
-        &setup.scenario.name,
-        classes,
-        &setup.knobs,
-        &setup.start,
-        setup.reference.as_ref(),
-        &params,
-    )?;
-    let objective = Objective::new(classes, params.lse_sharpness, params.fairness_weight)
-        .map_err(|e| EvalError::Usage(e.to_string()))?;
-    let model_of = |m: &Interval| {
-        WindowModel::new(
+    let (mut step, start) = make_step(tuner, seed, setup)?;
+    let mut config = step.first_config(&start);
+    let mut warmup = Vec::with_capacity(setup.warmup);
+    let mut records = Vec::with_capacity(setup.iterations);
+    for index in 0..(setup.warmup + setup.iterations) as u64 {
+        let m = ground.measure(index, &config)?;
+        let model = WindowModel::new(
             setup.model.clone(),
             setup.context.clone(),
             m.workload.clone(),
             pool.clone(),
-        )
-    };
-    let mut config = tuner_start(tuner, setup)?;
-    let mut warmup = Vec::with_capacity(setup.warmup);
-    let mut last: Option<Interval> = None;
-    for (w, cfg) in warmup_configs(tuner, seed, setup)?.into_iter().enumerate() {
-        let (m, mut rec) = measure(ground, classes, &objective, w, w as u64, &cfg)?;
-        if rec.objective.is_finite() {
-            let t0 = Instant::now();
-            t.warm_up(
-                &Observation {
-                    config: cfg.clone(),
-                    slis: m.sli.clone(),
-                    workload: Some(w as u64),
-                },
-                &model_of(&m),
-            )
-            .map_err(|e| fail(w, format!("warm-up: {e}")))?;
-            rec.decide_s = t0.elapsed().as_secs_f64();
-            rec.reason = format!("warm-up {}/{}", w + 1, setup.warmup);
-            last = Some(m);
-        } else {
-            rec.reason = "warm-up: a class finished no flow in this window: not shown to the tuner".into();
+        );
+        let row = match step.phase() {
+            Phase::WarmUp { window, .. } => window,
+            Phase::Control => records.len(),
+        };
+        let (d, time) = decide(&mut step, &config, &m, index, &model).map_err(|e| fail(row, e.to_string()))?;
+        if let Some(e) = &d.record.error {
+            return Err(fail(row, format!("propose: {e}")));
         }
-        warmup.push(rec);
-        tick();
-    }
-    if let Some(m) = &last {
-        // The first control configuration, chosen on the warm-up datapoints; its decision is
-        // recorded on the last warm-up row (the window it was decided after).
-        let t0 = Instant::now();
-        let p = t
-            .propose(&model_of(m))
-            .map_err(|e| fail(0, format!("propose after warm-up: {e}")))?;
-        if let Some(rec) = warmup.last_mut() {
-            rec.decide_s += t0.elapsed().as_secs_f64();
-            rec.model_evaluations += p.model_evaluations;
-            rec.reason = format!("{}; then: {}", rec.reason, p.reason.text);
+        let p99: Vec<f64> = classes
+            .iter()
+            .map(|c| m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99))
+            .collect();
+        let objective = step.tuner().objective();
+        let rec = IterationRecord {
+            iteration: row,
+            config: config.clone(),
+            p99,
+            ratios: d
+                .record
+                .ratios
+                .clone()
+                .unwrap_or_else(|| objective.partial_ratios(&m.sli)),
+            objective: d.record.objective.unwrap_or(f64::NAN),
+            decide_wall_s: time.wall_s,
+            decide_cpu_s: time.cpu_s,
+            model_evaluations: d.record.proposal.as_ref().map_or(0, |p| p.model_evaluations),
+            reason: d.reason.text.clone(),
+        };
+        match d.record.phase {
+            Phase::WarmUp { .. } => warmup.push(rec),
+            Phase::Control => records.push(rec),
         }
-        config = p.config;
-    }
-    let mut records = Vec::with_capacity(setup.iterations);
-    for it in 0..setup.iterations {
-        let (m, mut rec) = measure(ground, classes, &objective, it, (setup.warmup + it) as u64, &config)?;
-        if rec.objective.is_finite() {
-            let t0 = Instant::now();
-            t.observe(&Observation {
-                config: config.clone(),
-                slis: m.sli.clone(),
-                workload: Some((setup.warmup + it) as u64),
-            })
-            .map_err(|e| fail(it, format!("observe: {e}")))?;
-            let p = t
-                .propose(&model_of(&m))
-                .map_err(|e| fail(it, format!("propose: {e}")))?;
-            rec.decide_s = t0.elapsed().as_secs_f64();
-            rec.model_evaluations = p.model_evaluations;
-            rec.reason = p.reason.text.clone();
-            config = p.config;
-        } else {
-            // Nothing to judge a class by: not shown to the tuner, configuration kept, and the
-            // iteration counts as not compliant (NaN ratios fail every SLO test).
-            rec.reason = "a class finished no flow in this interval: measurement skipped, configuration kept".into();
-        }
-        records.push(rec);
+        config = d.next;
         tick();
     }
     Ok(RunTrace {

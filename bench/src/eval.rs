@@ -10,7 +10,6 @@ use crate::studies::{Planned, Study};
 use crate::{plots, tuners, EvalError};
 use polyphony_core::ControllerParams;
 use polyphony_model::{pool, ModelKind};
-use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -88,6 +87,7 @@ fn setup(p: &Planned, o: &EvalOptions) -> Result<(LoopSetup, ScenarioTraffic), E
         params: o.params.clone(),
         iterations: o.iterations,
         warmup: o.warmup,
+        guard: None,
         model: ModelKind::default().model(),
         context: traffic.context.clone(),
     };
@@ -119,13 +119,17 @@ pub fn run_study(
         let traces: Vec<RunTrace> = match o.ground {
             GroundKind::Pktsim => {
                 let model_threads = (rayon::current_num_threads() / o.jobs).max(1);
-                let outer = rayon::ThreadPoolBuilder::new()
-                    .num_threads(o.jobs)
-                    .build()
-                    .map_err(|e| EvalError::Ground(format!("thread pool: {e}")))?;
-                outer.install(|| {
-                    jobs.par_iter()
-                        .map(|(t, s)| {
+                // Runs on plain threads, not on a rayon pool: a rayon worker that waits for a
+                // parallel call (the model, the GP fit) steals other runs' work meanwhile, so
+                // one run's decision would absorb another run's minutes.
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                let slots: Vec<std::sync::Mutex<Option<Result<RunTrace, EvalError>>>> =
+                    jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+                std::thread::scope(|scope| {
+                    for _ in 0..o.jobs.min(jobs.len()) {
+                        scope.spawn(|| loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some((t, s)) = jobs.get(i) else { break };
                             let mut ground = PktsimGround::new(traffic.clone(), *s);
                             // A model value per run: flowsim keeps the plan of its last window,
                             // and runs in parallel bring different windows (one shared value
@@ -134,10 +138,22 @@ pub fn run_study(
                                 model: ModelKind::default().model(),
                                 ..setup.clone()
                             };
-                            run_tuner(t, *s, &own, &mut ground, &pool(model_threads), tick)
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                })?
+                            let r = run_tuner(t, *s, &own, &mut ground, &pool(model_threads), tick);
+                            if let Ok(mut slot) = slots[i].lock() {
+                                *slot = Some(r);
+                            }
+                        });
+                    }
+                });
+                slots
+                    .into_iter()
+                    .map(|m| {
+                        m.into_inner()
+                            .ok()
+                            .flatten()
+                            .unwrap_or_else(|| Err(EvalError::Ground("a run's thread panicked".into())))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
             }
             GroundKind::Testbed => {
                 let mut ground = TestbedGround::up(&p.scenario, &o.prefix, 0)?;
@@ -408,7 +424,8 @@ mod tests {
             p99: vec![r * 10.0],
             ratios: vec![r],
             objective: r,
-            decide_s: 0.0,
+            decide_wall_s: 0.0,
+            decide_cpu_s: 0.0,
             model_evaluations: 0,
             reason: String::new(),
         }

@@ -3,7 +3,7 @@
 //! objective) as median and spread (min–max), written as Markdown and CSV. Writes only inside
 //! the output directory it is given.
 
-use crate::closed_loop::RunTrace;
+use crate::closed_loop::{IterationRecord, RunTrace};
 use crate::EvalError;
 use polyphony_core::metrics;
 use polyphony_spec::Scenario;
@@ -108,8 +108,11 @@ pub struct Summary {
     pub final_objective: Spread,
     /// Intervals in which some SLO was missed.
     pub violations: Spread,
-    /// Mean wall seconds of observe + propose per iteration.
-    pub decide_s: Spread,
+    /// Mean wall seconds the controller spent deciding per control interval, outside the
+    /// model's calls.
+    pub decide_wall_s: Spread,
+    /// Mean CPU seconds of the deciding thread per control interval, outside the model's calls.
+    pub decide_cpu_s: Spread,
 }
 
 /// Whether an interval met its SLOs: some class was measured and every measured class met its
@@ -207,10 +210,13 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
                 .iter()
                 .map(|t| t.judged_ratios().iter().filter(|r| !slos_met(r)).count() as f64)
                 .collect();
-            let decide: Vec<f64> = runs
-                .iter()
-                .map(|t| t.records.iter().map(|r| r.decide_s).sum::<f64>() / t.records.len().max(1) as f64)
-                .collect();
+            let mean_of = |f: fn(&IterationRecord) -> f64| -> Vec<f64> {
+                runs.iter()
+                    .map(|t| t.records.iter().map(f).sum::<f64>() / t.records.len().max(1) as f64)
+                    .collect()
+            };
+            let decide_wall = mean_of(|r| r.decide_wall_s);
+            let decide_cpu = mean_of(|r| r.decide_cpu_s);
             let minutes: Vec<f64> = conv.iter().map(|c| c * interval_s / 60.0).collect();
             Summary {
                 tuner: name.to_string(),
@@ -223,7 +229,8 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
                 tail_fairness: Spread::of(&tail),
                 final_objective: Spread::of(&fin),
                 violations: Spread::of(&viol),
-                decide_s: Spread::of(&decide),
+                decide_wall_s: Spread::of(&decide_wall),
+                decide_cpu_s: Spread::of(&decide_cpu),
             }
         })
         .collect()
@@ -232,12 +239,12 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
 /// The Markdown table of `summaries` (median over seeds, min–max in parentheses).
 pub fn markdown(summaries: &[Summary]) -> String {
     let mut s = format!(
-        "| tuner | converged runs | convergence iteration | convergence (min of control time) | regret | fairness | fairness (mean r, last {FAIRNESS_TAIL}) | final J | violating intervals | decide s / iteration |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| tuner | converged runs | convergence iteration | convergence (min of control time) | regret | fairness | fairness (mean r, last {FAIRNESS_TAIL}) | final J | violating intervals | decide s / iteration (wall) | decide s / iteration (CPU) |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for m in summaries {
         let _ = writeln!(
             s,
-            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             m.tuner,
             m.converged,
             m.runs,
@@ -248,7 +255,8 @@ pub fn markdown(summaries: &[Summary]) -> String {
             m.tail_fairness.cell(2),
             m.final_objective.cell(2),
             m.violations.cell(0),
-            m.decide_s.cell(2),
+            m.decide_wall_s.cell(2),
+            m.decide_cpu_s.cell(2),
         );
     }
     s
@@ -265,7 +273,7 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
             let _ = write!(s, ",{prefix}_{n}");
         }
     }
-    s += ",objective,model_evaluations,reason,decide_s\n";
+    s += ",objective,model_evaluations,reason,decide_wall_s,decide_cpu_s\n";
     for t in &res.traces {
         // Warm-up windows first, numbered −W … −1; control iterations from 0.
         let w = t.warmup.len() as i64;
@@ -303,11 +311,12 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
             }
             let _ = writeln!(
                 s,
-                ",{:.4},{},\"{}\",{:.3}",
+                ",{:.4},{},\"{}\",{:.4},{:.4}",
                 r.objective,
                 r.model_evaluations,
                 r.reason.replace('"', "'"),
-                r.decide_s
+                r.decide_wall_s,
+                r.decide_cpu_s
             );
         }
     }
@@ -317,12 +326,12 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
 /// CSV of the summaries.
 pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
     let mut s = String::from(
-        "scenario,tuner,runs,converged,convergence_median,convergence_min,convergence_max,minutes_median,regret_median,regret_min,regret_max,fairness_median,final_objective_median,violations_median,decide_s_median,tail_fairness_median\n",
+        "scenario,tuner,runs,converged,convergence_median,convergence_min,convergence_max,minutes_median,regret_median,regret_min,regret_max,fairness_median,final_objective_median,violations_median,decide_wall_s_median,decide_cpu_s_median,tail_fairness_median\n",
     );
     for m in summaries {
         let _ = writeln!(
             s,
-            "{label},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3},{:.3}",
+            "{label},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.4},{:.4},{:.3}",
             m.tuner,
             m.runs,
             m.converged,
@@ -336,7 +345,8 @@ pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
             m.fairness.median,
             m.final_objective.median,
             m.violations.median,
-            m.decide_s.median,
+            m.decide_wall_s.median,
+            m.decide_cpu_s.median,
             m.tail_fairness.median
         );
     }
@@ -374,7 +384,8 @@ mod tests {
                     p99: vec![r1 * 10.0, r2 * 20.0],
                     ratios: vec![r1, r2],
                     objective: j,
-                    decide_s: 0.0,
+                    decide_wall_s: 0.0,
+                    decide_cpu_s: 0.0,
                     model_evaluations: 0,
                     reason: String::new(),
                 })

@@ -113,6 +113,10 @@ impl Tuner for Bluefin {
         "bluefin".into()
     }
 
+    fn objective(&self) -> &Objective {
+        &self.objective
+    }
+
     fn observe(&mut self, obs: &Observation) -> Result<ObserveReport, CoreError> {
         let r = plain_report(&self.objective, obs, self.iteration)?;
         self.iteration += 1;

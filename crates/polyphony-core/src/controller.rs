@@ -15,6 +15,7 @@ use crate::params::ControllerParams;
 use crate::residual::ResidualSpace;
 use crate::samples::{Admission, Sample, SampleWindow};
 use crate::space::Space;
+use crate::trust::TrustRegion;
 use crate::CoreError;
 use ndarray::{Array1, Array2};
 use polyphony_spec::{Bytes, KnobSpace, NetworkConfig, Packets, Scenario, SliVector, TrafficClass};
@@ -131,6 +132,14 @@ pub enum ReasonKind {
     RegimeShift,
     /// A baseline tuner's own rule.
     Baseline,
+    /// A warm-up window: the next design point (see [`crate::step`]).
+    WarmUp,
+    /// The interval was not usable; the tuner was not asked.
+    Skipped,
+    /// The measurement broke the guard: back to the last known good configuration.
+    Guard,
+    /// The tuner could not propose; the configuration in force stays.
+    Held,
 }
 
 /// The reason of a proposal: a machine-readable kind and a sentence for operators.
@@ -204,9 +213,9 @@ struct State {
     regime: RegimeDetector,
     samples: SampleWindow,
     pending: Vec<Pending>,
-    radius: f64,
-    improve_streak: u32,
-    stall_streak: u32,
+    /// Flattened: the state file keeps its `radius`, `improve_streak`, `stall_streak` keys.
+    #[serde(flatten)]
+    trust: TrustRegion,
     hyper: Option<gp::Hyper>,
     workload: Option<u64>,
     regime_shift_pending: bool,
@@ -312,9 +321,7 @@ impl Controller {
             regime: RegimeDetector::new(params.regime_factor, params.regime_patience),
             samples: SampleWindow::new(params.sample_window),
             pending: Vec::new(),
-            radius: params.trust_radius_init,
-            improve_streak: 0,
-            stall_streak: 0,
+            trust: TrustRegion::new(&params),
             hyper: None,
             workload: None,
             regime_shift_pending: false,
@@ -410,36 +417,11 @@ impl Controller {
             st.best.reset();
             st.denoiser.reset();
             d = st.denoiser.push(g_raw, &x, &self.space);
-            st.radius = self.params.trust_radius_init;
-            st.improve_streak = 0;
-            st.stall_streak = 0;
+            st.trust.reset(&self.params);
             st.regime_shift_pending = true;
         } else {
             let improved = before.is_none_or(|b| d.value < b - 1e-3 * b.abs());
-            if improved {
-                st.improve_streak += 1;
-                st.stall_streak = 0;
-                if st.improve_streak >= self.params.trust_expand_after {
-                    st.radius = (st.radius * 2.0).min(self.params.trust_radius_max);
-                    st.improve_streak = 0;
-                }
-            } else {
-                st.stall_streak += 1;
-                st.improve_streak = 0;
-                if st.stall_streak >= self.params.trust_shrink_after {
-                    // TuRBO's restart: a region that has shrunk to its minimum without
-                    // improving, around a best point that still misses an SLO (J > 1), is a
-                    // local trap under noise; re-open it instead of staying there.
-                    let at_min = st.radius <= self.params.trust_radius_min * (1.0 + 1e-9);
-                    if self.params.trust_restart && at_min && before.is_some_and(|b| b > 1.0) {
-                        tracing::info!(g_best = ?before, "trust region re-opened: stalled at its minimum radius above every SLO");
-                        st.radius = self.params.trust_radius_init;
-                    } else {
-                        st.radius = (st.radius * 0.5).max(self.params.trust_radius_min);
-                    }
-                    st.stall_streak = 0;
-                }
-            }
+            st.trust.update(improved, before, &self.params);
         }
         st.record(x, &obs.config, d.value, &ratios);
         let report = ObserveReport {
@@ -450,7 +432,7 @@ impl Controller {
             denoiser_width: d.width,
             g_best: st.best.best().map_or(d.value, |m| m.g),
             regime_shift: shift,
-            trust_radius: st.radius,
+            trust_radius: st.trust.radius,
         };
         st.iteration += 1;
         Ok(report)
@@ -699,7 +681,7 @@ impl Controller {
             Surrogate::constant(0.0, 0.0, SurrogateStatus::Disabled)
         };
         // 4. Acquisition.
-        let radius = self.variant.trust_region.then_some(self.state.radius);
+        let radius = self.variant.trust_region.then_some(self.state.trust.radius);
         let mut extra: Vec<Vec<f64>> = self.state.last_proposal.iter().cloned().collect();
         let mut by_g: Vec<&Sample> = self.state.samples.samples().collect();
         by_g.sort_by(|a, b| a.g.total_cmp(&b.g));

@@ -5,15 +5,21 @@
 //!
 //! Pure: no I/O, no clock, no async runtime, no threads of its own (egobox may use rayon
 //! internally); deterministic under [`ControllerParams::seed`]. The only outside call is the
-//! [`PerformanceModel`] the caller passes to [`Controller::propose`].
+//! [`PerformanceModel`] the caller passes in.
+//!
+//! Every driver (the daemon, the demo, the evaluation harness) runs the loop through one
+//! [`ControlStep`]: it measures an interval, hands it to [`ControlStep::step`], and carries
+//! out the [`Decision`] (apply, hold, or revert to the last known good configuration).
 //!
 //! ```no_run
 //! # use polyphony_core::*;
 //! # fn demo(scenario: &polyphony_spec::Scenario, model: &dyn PerformanceModel,
 //! #         slis: polyphony_spec::SliVector) -> Result<(), CoreError> {
-//! let mut c = Controller::from_scenario(scenario, ControllerParams::default(), Variant::FULL)?;
-//! c.observe(&Observation { config: c.initial().clone(), slis, workload: None })?;
-//! let p = c.propose(model)?; // apply p.config, measure, observe again …
+//! let c = Controller::from_scenario(scenario, ControllerParams::default(), Variant::FULL)?;
+//! let start = c.initial().clone();
+//! let mut step = ControlStep::new(c, StepPolicy { guard: Some(2.5) }, start.clone(), Vec::new());
+//! let input = StepInput { config: &start, slis: &slis, window: None, workload: Some(0) };
+//! let d = step.step(&input, model)?; // put d.next in force if d.action says so, measure again …
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs)]
@@ -34,6 +40,8 @@ pub mod params;
 pub mod residual;
 pub mod samples;
 pub mod space;
+pub mod step;
+pub mod trust;
 pub mod tuner;
 pub mod warmup;
 
@@ -48,4 +56,8 @@ pub use params::{ControllerParams, LocalSolver};
 pub use residual::ResidualSpace;
 pub use samples::Admission;
 pub use space::Space;
+pub use step::{
+    Action, ControlStep, Decision, Phase, Skip, SkipKind, StepInput, StepPolicy, StepRecord, StepState, WarmUp,
+};
+pub use trust::TrustRegion;
 pub use tuner::{FixedConfig, Tuner};

@@ -47,6 +47,30 @@ pub struct Objective {
     fairness_weight: f64,
 }
 
+impl ClassTarget {
+    /// r = y / v at this class's percentile; an error names the class and what is wrong.
+    fn ratio(&self, slis: &SliVector) -> Result<f64, CoreError> {
+        let s = slis.get(self.dscp).ok_or_else(|| CoreError::InvalidSli {
+            class: self.name.clone(),
+            why: MISSING.into(),
+        })?;
+        let y = s.at(self.percentile).ok_or_else(|| CoreError::InvalidSli {
+            class: self.name.clone(),
+            why: format!("percentile {} is not carried by the SLI", self.percentile),
+        })?;
+        if !(y.is_finite() && y > 0.0) {
+            return Err(CoreError::InvalidSli {
+                class: self.name.clone(),
+                why: format!(
+                    "p{} slowdown = {y}: must be a finite positive number; drop this interval's measurement",
+                    self.percentile * 100.0
+                ),
+            });
+        }
+        Ok(y / self.max_slowdown)
+    }
+}
+
 impl Objective {
     /// The objective of `classes` (their SLOs and weights) with sharpness `c` and fairness
     /// weight `lambda`.
@@ -100,32 +124,16 @@ impl Objective {
         &self.targets
     }
 
-    /// The ratios r_i = y_i / v_i. Errors name the class whose SLI is missing, not finite or
-    /// not positive.
+    /// The ratios r_i = y_i / v_i, each at its class's SLO percentile. Errors name the class
+    /// whose SLI is missing, not finite or not positive.
     pub fn ratios(&self, slis: &SliVector) -> Result<Vec<f64>, CoreError> {
-        self.targets
-            .iter()
-            .map(|t| {
-                let s = slis.get(t.dscp).ok_or_else(|| CoreError::InvalidSli {
-                    class: t.name.clone(),
-                    why: MISSING.into(),
-                })?;
-                let y = s.at(t.percentile).ok_or_else(|| CoreError::InvalidSli {
-                    class: t.name.clone(),
-                    why: format!("percentile {} is not carried by the SLI", t.percentile),
-                })?;
-                if !(y.is_finite() && y > 0.0) {
-                    return Err(CoreError::InvalidSli {
-                        class: t.name.clone(),
-                        why: format!(
-                            "p{} slowdown = {y}: must be a finite positive number; drop this interval's measurement",
-                            t.percentile * 100.0
-                        ),
-                    });
-                }
-                Ok(y / t.max_slowdown)
-            })
-            .collect()
+        self.targets.iter().map(|t| t.ratio(slis)).collect()
+    }
+
+    /// The ratio of every class that has a usable SLI, NaN for the others (for records of an
+    /// interval that [`Objective::ratios`] refuses).
+    pub fn partial_ratios(&self, slis: &SliVector) -> Vec<f64> {
+        self.targets.iter().map(|t| t.ratio(slis).unwrap_or(f64::NAN)).collect()
     }
 
     /// The smallest value J can take for non-negative ratios: `ln(N)/c` (module docs derive

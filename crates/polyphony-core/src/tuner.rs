@@ -6,6 +6,7 @@ use crate::controller::{Observation, ObserveReport, Proposal, Reason, ReasonKind
 use crate::gp::SurrogateStatus;
 use crate::model::PerformanceModel;
 use crate::objective::Objective;
+use crate::samples::Admission;
 use crate::{Controller, CoreError};
 use polyphony_spec::{NetworkConfig, TrafficClass};
 
@@ -20,9 +21,30 @@ pub trait Tuner {
     /// A measurement taken before the control loop, at a configuration the caller chose (see
     /// [`crate::warmup`]). The default ignores it: a tuner that learns only from its own moves
     /// (Bluefin's perturbation pairs) or does not learn (fixed) has no use for it.
-    fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<(), CoreError> {
+    /// Returns the admission decisions, if the tuner keeps samples.
+    fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<Vec<Admission>, CoreError> {
         let _ = (obs, model);
-        Ok(())
+        Ok(Vec::new())
+    }
+    /// The objective the tuner minimises: what the control step computes ratios and J with.
+    fn objective(&self) -> &Objective;
+}
+
+impl<T: Tuner + ?Sized> Tuner for Box<T> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn observe(&mut self, obs: &Observation) -> Result<ObserveReport, CoreError> {
+        (**self).observe(obs)
+    }
+    fn propose(&mut self, model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
+        (**self).propose(model)
+    }
+    fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<Vec<Admission>, CoreError> {
+        (**self).warm_up(obs, model)
+    }
+    fn objective(&self) -> &Objective {
+        (**self).objective()
     }
 }
 
@@ -36,8 +58,11 @@ impl Tuner for Controller {
     fn propose(&mut self, model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
         Controller::propose(self, model)
     }
-    fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<(), CoreError> {
-        Controller::warm_up(self, obs, model).map(|_| ())
+    fn warm_up(&mut self, obs: &Observation, model: &dyn PerformanceModel) -> Result<Vec<Admission>, CoreError> {
+        Controller::warm_up(self, obs, model)
+    }
+    fn objective(&self) -> &Objective {
+        Controller::objective(self)
     }
 }
 
@@ -114,6 +139,9 @@ impl Tuner for FixedConfig {
         let r = plain_report(&self.objective, obs, self.iteration)?;
         self.iteration += 1;
         Ok(r)
+    }
+    fn objective(&self) -> &Objective {
+        &self.objective
     }
     fn propose(&mut self, _model: &dyn PerformanceModel) -> Result<Proposal, CoreError> {
         Ok(baseline_proposal(

@@ -11,7 +11,9 @@ use crate::plot::{self, ClassSeries};
 use crate::Failure;
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use polyphony_core::{convergence_iteration, run_metrics, Controller, ControllerParams, Observation, Variant};
+use polyphony_core::{
+    convergence_iteration, run_metrics, ControlStep, Controller, ControllerParams, StepInput, StepPolicy, Variant,
+};
 use polyphony_model::{pool, poor_config, ModelKind, SimulatedNetwork, Traffic, WindowModel};
 use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, SliVector};
 use std::io::Write;
@@ -81,8 +83,11 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     };
     let space = KnobSpace::per_class_default(&scenario.dscps());
     let start = poor_config(scenario);
-    let mut controller = Controller::new(&scenario.classes, &space, start.clone(), params, Variant::FULL)
+    let controller = Controller::new(&scenario.classes, &space, start.clone(), params, Variant::FULL)
         .map_err(|e| anyhow!("controller: {e}"))?;
+    // The one control step the daemon and the evaluation harness run too; the demo has no
+    // guard and no warm-up.
+    let mut step = ControlStep::new(controller, StepPolicy { guard: None }, start.clone(), Vec::new());
     let flowsim = ModelKind::default().model();
     let threads = pool(0);
     let mut out = std::io::stdout().lock();
@@ -132,31 +137,6 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         bar.set_message("measuring the live network (pktsim)");
         let m = network.measure(t, &config)?;
         let t_live = t0.elapsed().as_secs_f64();
-        if let Some(c) = scenario.classes.iter().find(|c| m.sli.get(c.dscp).is_none()) {
-            // Nothing to judge the class by: the measurement is not given to the controller,
-            // the configuration stays, and the iteration counts as not compliant.
-            bar.suspend(|| {
-                writeln!(
-                    out,
-                    "it {:>2} | no flow of class {} completed in this interval: measurement skipped, configuration kept",
-                    t + 1,
-                    c.name
-                )
-            })?;
-            ratios_hist.push(vec![f64::INFINITY]);
-            objectives.push(f64::NAN);
-            for (i, c) in scenario.classes.iter().enumerate() {
-                p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
-            }
-            continue;
-        }
-        let report = controller
-            .observe(&Observation {
-                config: config.clone(),
-                slis: m.sli.clone(),
-                workload: Some(t),
-            })
-            .map_err(|e| anyhow!("iteration {}: observe: {e}", t + 1))?;
         bar.set_message("choosing the next configuration (flowsim + GP + EI)");
         let model = WindowModel::new(
             flowsim.clone(),
@@ -165,32 +145,57 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             threads.clone(),
         )
         .with_clock(model_clock());
-        let proposal = controller
-            .propose(&model)
-            .map_err(|e| anyhow!("iteration {}: propose: {e}", t + 1))?;
+        let d = step
+            .step(
+                &StepInput {
+                    config: &config,
+                    slis: &m.sli,
+                    window: Some(&m.workload),
+                    workload: Some(t),
+                },
+                &model,
+            )
+            .map_err(|e| anyhow!("iteration {}: {e}", t + 1))?;
+        if let Some(skip) = &d.record.skipped {
+            // Nothing to judge a class by: the configuration stays, and the iteration counts as
+            // not compliant.
+            bar.suspend(|| writeln!(out, "it {:>2} | {}", t + 1, skip.detail))?;
+            ratios_hist.push(vec![f64::INFINITY]);
+            objectives.push(f64::NAN);
+            for (i, c) in scenario.classes.iter().enumerate() {
+                p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
+            }
+            continue;
+        }
+        if let Some(e) = &d.record.error {
+            return Err(anyhow!("iteration {}: propose: {e}", t + 1));
+        }
+        let ratios = d.record.ratios.clone().unwrap_or_default();
+        let objective = d.record.objective.unwrap_or(f64::NAN);
+        let proposal = d.record.proposal.as_ref();
         let it = DemoIteration {
             iteration: t as usize + 1,
             config: config.clone(),
             slis: m.sli.clone(),
-            ratios: report.ratios.clone(),
-            objective: report.g_raw,
-            next_g_hat: proposal.g_hat,
-            next_sigma: proposal.sigma,
-            next_ei: proposal.expected_improvement,
-            reason: proposal.reason.text.clone(),
+            ratios: ratios.clone(),
+            objective,
+            next_g_hat: proposal.and_then(|p| p.g_hat),
+            next_sigma: proposal.and_then(|p| p.sigma),
+            next_ei: proposal.and_then(|p| p.expected_improvement),
+            reason: d.reason.text.clone(),
             seconds: (t_live, model.seconds(), t0.elapsed().as_secs_f64()),
         };
         for (i, c) in scenario.classes.iter().enumerate() {
             p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
         }
-        ratios_hist.push(report.ratios.clone());
-        objectives.push(report.g_raw);
+        ratios_hist.push(ratios);
+        objectives.push(objective);
         bar.suspend(|| writeln!(out, "{}", line(scenario, &it)))?;
         if let Some(j) = json.as_mut() {
             serde_json::to_writer(&mut *j, &it)?;
             writeln!(j)?;
         }
-        config = proposal.config;
+        config = d.next;
         converged = convergence_iteration(&ratios_hist, CONVERGENCE_K);
         if converged.is_some() && !args.full {
             break;

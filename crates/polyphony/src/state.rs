@@ -147,6 +147,10 @@ pub struct PersistedState {
     /// Why the last skipped interval was skipped (with its Unix time), if any was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_skip: Option<Skip>,
+    /// Warm-up progress of the control step. A state file written before the daemon had a
+    /// warm-up has none and resumes without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<polyphony_core::WarmUp>,
 }
 
 /// A skipped interval.
@@ -275,6 +279,7 @@ mod tests {
             history: vec![],
             skipped_intervals: 0,
             last_skip: None,
+            warmup: None,
         }
     }
 

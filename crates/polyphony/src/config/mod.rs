@@ -385,6 +385,11 @@ pub struct DaemonConfig {
     /// The guard.
     #[serde(default)]
     pub guard: GuardSection,
+    /// Warm-up intervals on a fresh start (no state yet): before the control loop, measure this
+    /// many design points around the initial configuration, within the controller's initial
+    /// trust radius, so the residual GP starts with datapoints (paper §8.5). 0: none.
+    #[serde(default)]
+    pub warmup_intervals: usize,
 }
 
 /// A configuration that parsed and validated, with the file it came from and the scenario it

@@ -1,9 +1,10 @@
 //! `polyphony daemon`: the control loop as a long-lived tokio service.
 //!
-//! Each interval: wait, gather the SLIs of the interval and the workload window, give them to
-//! the controller, check the guard, ask for the next configuration (flowsim on the window, in
-//! parallel, off the async threads), persist, apply (apply mode) or publish (advise mode),
-//! persist again, publish metrics and the status snapshot. SIGTERM/SIGINT stop after the current
+//! Each interval: wait, gather the SLIs of the interval and the workload window, hand them to
+//! the core's control step ([`decide`]; it skips unusable intervals, runs the warm-up, judges
+//! the guard and asks the controller, with flowsim on the window off the async threads),
+//! persist, apply (apply mode) or publish (advise mode), persist again, publish metrics and the
+//! status snapshot. SIGTERM/SIGINT stop after the current
 //! step; SIGHUP (or `POST /v1/reload`) reloads the configuration, refusing an invalid one.
 //!
 //! Touches: the state directory, the HTTP listen socket, the SLI/workload sources and — in apply
@@ -24,7 +25,11 @@ use crate::state::{Action, ClassRecord, IterationRecord, PersistedState, Skip, S
 use crate::Failure;
 use anyhow::{anyhow, Context, Result};
 use polyphony_actuator::Composite;
-use polyphony_core::{Controller, Observation, Variant};
+use polyphony_core::step::warmup_design;
+use polyphony_core::{
+    Action as StepAction, ControlStep, Controller, CoreError, Decision, PerformanceModel, StepInput, StepPolicy,
+    StepState, Variant, WarmUp,
+};
 use polyphony_model::{pool, ModelContext, WindowModel};
 use polyphony_spec::{NetworkConfig, SliVector, Workload};
 use sources::Sources;
@@ -74,7 +79,7 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
 struct Daemon {
     loaded: LoadedConfig,
     mode: Mode,
-    controller: Option<Controller>,
+    step: Option<ControlStep<Controller>>,
     state: PersistedState,
     dir: StateDir,
     metrics: Arc<Metrics>,
@@ -90,7 +95,7 @@ struct Daemon {
 async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
     let c = &loaded.config;
     let dir = StateDir::open(&c.state_dir)?;
-    let (controller, state) = match dir.load()? {
+    let (step, state) = match dir.load()? {
         Some(s) => {
             let text = serde_json::to_string(&s.controller)?;
             let ctl = Controller::from_json(&text).map_err(|e| anyhow!("{}: {e}", dir.file().display()))?;
@@ -100,34 +105,32 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
                 "resuming from {}",
                 dir.file().display()
             );
-            (ctl, s)
+            let resumed = StepState {
+                last_good: s.last_good.clone(),
+                warmup: s.warmup.clone().unwrap_or_else(WarmUp::none),
+            };
+            (ControlStep::resume(ctl, policy(c), resumed), s)
         }
         None => {
+            let step = fresh_step(c)?;
             let initial = c.initial_config();
-            let ctl = Controller::new(
-                &c.classes,
-                &c.knob_space(),
-                initial.clone(),
-                c.controller.clone(),
-                Variant::FULL,
-            )
-            .map_err(|e| anyhow!("controller: {e}"))?;
             let s = PersistedState {
                 version: FORMAT_VERSION,
                 iteration: 0,
                 config_in_force: initial.clone(),
                 last_good: initial,
-                controller: serde_json::from_str(&ctl.to_json().map_err(|e| anyhow!("{e}"))?)?,
+                controller: serde_json::from_str(&step.tuner().to_json().map_err(|e| anyhow!("{e}"))?)?,
                 regime_shifts: 0,
                 rollbacks: 0,
                 actuator_errors: 0,
                 history: Vec::new(),
                 skipped_intervals: 0,
                 last_skip: None,
+                warmup: Some(step.state().warmup.clone()),
             };
             dir.save(&s)?;
             info!("fresh start; state in {}", dir.file().display());
-            (ctl, s)
+            (step, s)
         }
     };
     let sources = Sources::new(&loaded, None).await?;
@@ -156,7 +159,7 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         &state,
         c.mode,
         &loaded.path.display().to_string(),
-        Some(&controller),
+        Some(step.tuner()),
     )));
     let api = Arc::new(ApiState {
         metrics: metrics.clone(),
@@ -179,7 +182,7 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         mode: c.mode,
         pool: pool(c.model.threads),
         loaded,
-        controller: Some(controller),
+        step: Some(step),
         state,
         dir,
         metrics,
@@ -192,8 +195,10 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
     };
     if d.mode == Mode::Apply && d.actuators.is_some() {
         // After a restart the network may not match the state (a crash between apply and
-        // persist, or someone else changed it): bring it to the configuration in force.
-        let target = d.state.config_in_force.clone();
+        // persist, or someone else changed it): bring it to the configuration in force — or,
+        // on a fresh start with a warm-up, to its first design point (the initial configuration).
+        let in_force = d.state.config_in_force.clone();
+        let target = d.step.as_ref().map_or(in_force.clone(), |s| s.first_config(&in_force));
         info!("apply mode: bringing the network to the configuration in force");
         d.put_in_force(target).await?;
     }
@@ -235,7 +240,7 @@ impl Daemon {
             &self.state,
             self.mode,
             &self.loaded.path.display().to_string(),
-            self.controller.as_ref(),
+            self.step.as_ref().map(ControlStep::tuner),
         );
         snap.window = self.window.clone();
         self.metrics.gp_samples.set(snap.gp_samples as f64);
@@ -246,8 +251,10 @@ impl Daemon {
     }
 
     fn save(&mut self) -> Result<()> {
-        if let Some(ctl) = &self.controller {
-            self.state.controller = serde_json::from_str(&ctl.to_json().map_err(|e| anyhow!("{e}"))?)?;
+        if let Some(step) = &self.step {
+            self.state.controller = serde_json::from_str(&step.tuner().to_json().map_err(|e| anyhow!("{e}"))?)?;
+            self.state.last_good = step.last_good().clone();
+            self.state.warmup = Some(step.state().warmup.clone());
         }
         self.dir.save(&self.state)?;
         Ok(())
@@ -396,29 +403,11 @@ impl Daemon {
         let measured = self.state.config_in_force.clone();
         let got = self.sources.gather(&c, index, &measured).await?;
         self.note_window(index + 1, &got);
-        if let Some((reason, detail)) = nothing_to_do(&c, &got.workload, &got.sli) {
-            return self.skip(reason, detail);
-        }
-        let mut ctl = self
-            .controller
+        let mut step = self
+            .step
             .take()
             .ok_or_else(|| anyhow!("controller lost by an earlier failure"))?;
-        let report = ctl.observe(&Observation {
-            config: measured.clone(),
-            slis: got.sli.clone(),
-            workload: Some(index),
-        });
-        let report = match report {
-            Ok(r) => r,
-            Err(e) => {
-                self.controller = Some(ctl);
-                return Err(anyhow!("the measurement was refused: {e}"));
-            }
-        };
-        if report.regime_shift {
-            self.state.regime_shifts += 1;
-            self.metrics.regime_shifts.inc();
-        }
+        step.set_policy(policy(&c));
         let model = Arc::new(
             WindowModel::new(
                 c.model.kind.model(),
@@ -428,110 +417,78 @@ impl Daemon {
             )
             .with_clock(model_clock()),
         );
-        let m2 = model.clone();
-        let (ctl, proposal) = tokio::task::spawn_blocking(move || {
-            let p = ctl.propose(m2.as_ref());
-            (ctl, p)
+        let (m2, cfg, sli, window) = (model.clone(), measured.clone(), got.sli.clone(), got.workload.clone());
+        let (step, decision) = tokio::task::spawn_blocking(move || {
+            let d = decide(&mut step, &cfg, &sli, &window, index, m2.as_ref());
+            (step, d)
         })
         .await
         .map_err(|e| anyhow!("controller task: {e}"))?;
-        self.controller = Some(ctl);
-        let guard_broken = report.g_raw > c.guard.max_objective;
-        if !guard_broken {
-            self.state.last_good = measured.clone();
+        self.step = Some(step);
+        let d = decision.map_err(|e| anyhow!("the measurement was refused: {e}"))?;
+        if let Some(skip) = &d.record.skipped {
+            self.skip(skip.kind.as_str(), skip.detail.clone())?;
+            if d.action == StepAction::Apply && self.mode == Mode::Apply {
+                // A skipped warm-up window: the next design point follows.
+                self.put_in_force(d.next).await?;
+            }
+            return Ok(());
         }
-        let (next, action, reason, g_hat, sigma, ei, admitted) = match proposal {
-            Ok(p) => {
-                let admitted = !p.admissions.is_empty()
-                    && p.admissions.iter().any(|a| {
-                        matches!(
-                            a,
-                            polyphony_core::Admission::Novel
-                                | polyphony_core::Admission::Surprising
-                                | polyphony_core::Admission::Refreshed
-                        )
-                    });
-                if guard_broken && measured != self.state.last_good {
-                    warn!(
-                        g = report.g_raw,
-                        guard = c.guard.max_objective,
-                        "objective above the guard: returning to the last known good configuration"
-                    );
-                    (
-                        self.state.last_good.clone(),
-                        Action::RolledBack,
-                        format!(
-                            "guard: J = {:.3} > {}: returned to the last known good configuration",
-                            report.g_raw, c.guard.max_objective
-                        ),
-                        p.g_hat,
-                        p.sigma,
-                        p.expected_improvement,
-                        admitted,
-                    )
-                } else {
-                    let action = if self.mode == Mode::Apply {
-                        Action::Applied
-                    } else {
-                        Action::Advised
-                    };
-                    (
-                        p.config,
-                        action,
-                        p.reason.text,
-                        p.g_hat,
-                        p.sigma,
-                        p.expected_improvement,
-                        admitted,
-                    )
-                }
-            }
-            Err(e) => {
-                error!("the controller could not propose: {e}; holding the configuration in force");
-                (
-                    measured.clone(),
-                    Action::Held,
-                    format!("held: {e}"),
-                    None,
-                    None,
-                    None,
-                    false,
-                )
-            }
+        if d.record.observed.as_ref().is_some_and(|r| r.regime_shift) {
+            self.state.regime_shifts += 1;
+            self.metrics.regime_shifts.inc();
+        }
+        let action = match d.action {
+            StepAction::Apply if self.mode == Mode::Apply => Action::Applied,
+            StepAction::Apply => Action::Advised,
+            StepAction::Hold => Action::Held,
+            StepAction::Revert => Action::RolledBack,
         };
-        if action == Action::RolledBack {
-            self.state.rollbacks += 1;
-            self.metrics.rollbacks.inc();
+        match action {
+            Action::RolledBack => {
+                warn!(
+                    g = d.record.objective,
+                    guard = c.guard.max_objective,
+                    "objective above the guard: returning to the last known good configuration"
+                );
+                self.state.rollbacks += 1;
+                self.metrics.rollbacks.inc();
+            }
+            Action::Held => error!("{}; holding the configuration in force", d.reason.text),
+            Action::Applied | Action::Advised => {}
         }
+        let ratios = d.record.ratios.clone().unwrap_or_default();
         let classes: Vec<ClassRecord> = c
             .classes
             .iter()
-            .zip(&report.ratios)
-            .map(|(k, r)| ClassRecord {
-                name: k.name.clone(),
-                dscp: k.dscp.value(),
-                sli: r * k.slo.max_slowdown,
-                slo: k.slo.max_slowdown,
-                ratio: *r,
-                predicted: None,
-                measured: got.sli.get(k.dscp).copied(),
+            .zip(&ratios)
+            .map(|(k, r)| {
+                let m = got.sli.get(k.dscp);
+                ClassRecord {
+                    name: k.name.clone(),
+                    dscp: k.dscp.value(),
+                    sli: m.and_then(|s| s.at(k.slo.percentile)).unwrap_or(f64::NAN),
+                    slo: k.slo.max_slowdown,
+                    ratio: *r,
+                    predicted: None,
+                    measured: m.copied(),
+                }
             })
             .collect();
+        let proposal = d.record.proposal.as_ref();
         let record = IterationRecord {
             iteration: index + 1,
-            unix_time: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            unix_time: unix_now(),
             measured_config: measured.clone(),
-            all_slos_met: report.ratios.iter().all(|r| *r <= 1.0),
+            all_slos_met: ratios.iter().all(|r| *r <= 1.0),
             classes,
-            g: report.g_raw,
-            admitted,
-            next_config: next.clone(),
-            predicted_g: g_hat.unwrap_or(f64::NAN),
-            predicted_sigma: sigma.unwrap_or(f64::NAN),
-            ei: ei.unwrap_or(f64::NAN),
-            reason,
+            g: d.record.objective.unwrap_or(f64::NAN),
+            admitted: d.admitted(),
+            next_config: d.next.clone(),
+            predicted_g: proposal.and_then(|p| p.g_hat).unwrap_or(f64::NAN),
+            predicted_sigma: proposal.and_then(|p| p.sigma).unwrap_or(f64::NAN),
+            ei: proposal.and_then(|p| p.expected_improvement).unwrap_or(f64::NAN),
+            reason: d.reason.text.clone(),
             action,
             iteration_seconds: t0.elapsed().as_secs_f64(),
             model_seconds: model.seconds(),
@@ -550,7 +507,7 @@ impl Daemon {
         // First persist: the admitted sample and the decision, configuration in force unchanged.
         self.save()?;
         if matches!(action, Action::Applied | Action::RolledBack) && self.mode == Mode::Apply {
-            self.put_in_force(next).await?;
+            self.put_in_force(d.next).await?;
         } else {
             self.publish_state();
         }
@@ -583,14 +540,10 @@ impl Daemon {
         }));
     }
 
-    /// An interval with nothing to measure or model: the controller is not asked, the
-    /// configuration in force stays, the iteration count does not advance; logged, counted and
-    /// shown on `/v1/status`.
+    /// An interval the step found nothing to use in: the controller was not asked, the
+    /// iteration count does not advance; logged, counted and shown on `/v1/status`.
     fn skip(&mut self, reason: &'static str, detail: String) -> Result<()> {
-        warn!(
-            reason,
-            "interval skipped: {detail}; the controller was not asked and the configuration in force stays"
-        );
+        warn!(reason, "interval skipped: {detail}; the controller was not asked");
         self.metrics.skipped(reason);
         self.state.skipped_intervals += 1;
         self.state.last_skip = Some(Skip {
@@ -610,37 +563,56 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// Why an interval cannot be used, if it cannot: the workload window is empty (the model has
-/// nothing to replay), a class has no SLI (nothing to judge it by), or a class has no flow in the
-/// window (the model cannot predict its SLI).
-fn nothing_to_do(c: &DaemonConfig, workload: &Workload, sli: &SliVector) -> Option<(&'static str, String)> {
-    if workload.flows.is_empty() {
-        return Some((
-            "empty_window",
-            format!(
-                "the workload window holds no flow ({} s span)",
-                workload.duration.as_secs_f64()
-            ),
-        ));
+/// The control step of a fresh start under `c`: the full controller from the initial
+/// configuration, the guard, and `warmup_intervals` design points around the start.
+pub fn fresh_step(c: &DaemonConfig) -> Result<ControlStep<Controller>> {
+    let initial = c.initial_config();
+    let ctl = Controller::new(
+        &c.classes,
+        &c.knob_space(),
+        initial.clone(),
+        c.controller.clone(),
+        Variant::FULL,
+    )
+    .map_err(|e| anyhow!("controller: {e}"))?;
+    let plan = warmup_design(
+        &c.knob_space(),
+        c.controller.aitchison_alpha,
+        &initial,
+        c.controller.trust_radius_init,
+        c.warmup_intervals,
+        c.controller.seed,
+    )
+    .map_err(|e| anyhow!("warm-up design: {e}"))?;
+    Ok(ControlStep::new(ctl, policy(c), initial, plan))
+}
+
+/// The control step's policy under daemon configuration `c`: its guard.
+pub fn policy(c: &DaemonConfig) -> StepPolicy {
+    StepPolicy {
+        guard: Some(c.guard.max_objective),
     }
-    if let Some(k) = c.classes.iter().find(|k| sli.get(k.dscp).is_none()) {
-        return Some((
-            "missing_sli",
-            format!("no SLI for class {} (DSCP {}) this interval", k.name, k.dscp),
-        ));
-    }
-    if let Some(k) = c
-        .classes
-        .iter()
-        .find(|k| !workload.flows.iter().any(|f| f.dscp == k.dscp))
-    {
-        return Some((
-            "class_without_flows",
-            format!(
-                "the workload window has no flow of class {} (DSCP {}), so the model cannot predict its SLI",
-                k.name, k.dscp
-            ),
-        ));
-    }
-    None
+}
+
+/// The daemon's driver of one interval: hands what the sources gathered under `in_force` (the
+/// interval's SLIs and workload window, workload id `workload`) to the step with `model`.
+/// Nothing else: the step decides; [`Daemon::iterate`] only gathers, actuates, publishes and
+/// persists around it.
+pub fn decide(
+    step: &mut ControlStep<Controller>,
+    in_force: &NetworkConfig,
+    sli: &SliVector,
+    window: &Workload,
+    workload: u64,
+    model: &dyn PerformanceModel,
+) -> Result<Decision, CoreError> {
+    step.step(
+        &StepInput {
+            config: in_force,
+            slis: sli,
+            window: Some(window),
+            workload: Some(workload),
+        },
+        model,
+    )
 }
