@@ -1,12 +1,13 @@
-//! Runs tuners against the synthetic problem, one closed loop per (tuner, seed): measure the
-//! current configuration, observe, propose, apply. Summarises the metrics of
-//! `polyphony_core::metrics` over seeds into a Markdown table.
+//! Runs tuners against the synthetic problem, one closed loop per (tuner, seed) through the
+//! core's control step: measure the current configuration, step, apply the decision. Summarises the metrics of
+//! `polyphony_core::evaluation` over seeds into a Markdown table.
 
 use crate::synthetic::{Problem, SyntheticModel, TRUTH};
 use crate::tuners;
 pub use crate::tuners::ALL;
 use polyphony_core::{
-    default_initial, metrics, Controller, ControllerParams, CoreError, Objective, Observation, Tuner, Variant,
+    default_initial, evaluation, ControlStep, Controller, ControllerParams, CoreError, Objective, Observation,
+    StepInput, StepPolicy, Tuner, Variant,
 };
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -47,24 +48,32 @@ pub fn run(
     verbose: bool,
 ) -> Result<Trace, CoreError> {
     let params = ControllerParams { seed, ..params.clone() };
-    let mut tuner = make_tuner(name, problem, &params)?;
+    let tuner = make_tuner(name, problem, &params)?;
     let model = SyntheticModel::new(problem.clone(), std::time::Duration::ZERO);
     let objective = Objective::new(&problem.classes, params.lse_sharpness, params.fairness_weight)?;
     // Measurement noise depends on the seed only, so every tuner sees the same noise sequence.
     let mut noise = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xA5A5_5A5A);
     let mut cfg = default_initial(&problem.classes);
+    // The one control step every driver runs; no guard, no warm-up, no workload window.
+    let mut step = ControlStep::new(tuner, StepPolicy { guard: None }, cfg.clone(), Vec::new());
     let mut t = Trace::default();
     for _ in 0..iterations {
         let (r, slis) = problem.measure(&cfg, &mut noise);
         t.true_j.push(objective.of_ratios(&problem.ratios(&TRUTH, &cfg)));
         t.ratios.push(r);
-        tuner.observe(&Observation {
-            config: cfg.clone(),
-            slis,
+        let input = StepInput {
+            config: &cfg,
+            slis: &slis,
+            window: None,
             workload: None,
-        })?;
-        let p = tuner.propose(&model)?;
+        };
+        let d = step.step(&input, &model)?;
+        if let Some(e) = d.record.error {
+            return Err(e);
+        }
+        let evaluations = d.record.proposal.as_ref().map_or(0, |p| p.model_evaluations);
         if verbose {
+            let p = d.record.proposal.as_ref();
             eprintln!(
                 "{name} it {:>2} trueJ {:.3} r {:?} -> ĝ {:?} σ {:?} EI {:?} evals {} | {} | {:?}",
                 t.ratios.len() - 1,
@@ -72,16 +81,16 @@ pub fn run(
                 t.ratios
                     .last()
                     .map(|r| r.iter().map(|v| (v * 100.0).round() / 100.0).collect::<Vec<_>>()),
-                p.g_hat,
-                p.sigma,
-                p.expected_improvement,
-                p.model_evaluations,
-                p.reason.text,
-                p.surrogate
+                p.and_then(|p| p.g_hat),
+                p.and_then(|p| p.sigma),
+                p.and_then(|p| p.expected_improvement),
+                evaluations,
+                d.reason.text,
+                p.map(|p| &p.surrogate)
             );
         }
-        t.evaluations.push(p.model_evaluations);
-        cfg = p.config;
+        t.evaluations.push(evaluations);
+        cfg = d.next;
     }
     Ok(t)
 }
@@ -110,19 +119,7 @@ pub fn primed_controller(params: ControllerParams, samples: usize) -> Result<Con
     Ok(c)
 }
 
-/// Median of a list (None if empty).
-pub fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    })
-}
+use polyphony_core::median;
 
 /// Per-tuner summary over seeds.
 #[derive(Debug, Clone)]
@@ -164,19 +161,19 @@ pub fn summarise(names: &[String], traces: &[Vec<Trace>]) -> Vec<Row> {
         .map(|(name, runs)| {
             let mut conv: Vec<f64> = runs
                 .iter()
-                .map(|t| metrics::convergence_iteration(&t.ratios, 3).map_or(f64::INFINITY, |c| c as f64))
+                .map(|t| evaluation::convergence_iteration(&t.ratios, 3).map_or(f64::INFINITY, |c| c as f64))
                 .collect();
             let converged = conv.iter().filter(|c| c.is_finite()).count();
             let mc = median(&mut conv).filter(|m| m.is_finite());
             let mut regret: Vec<f64> = runs
                 .iter()
                 .zip(&reference)
-                .map(|(t, r)| metrics::hindsight_regret(&t.true_j, Some(*r)))
+                .map(|(t, r)| evaluation::hindsight_regret(&t.true_j, Some(*r)))
                 .collect();
             let mut fin: Vec<f64> = runs.iter().filter_map(|t| t.true_j.last().copied()).collect();
             let mut fair: Vec<f64> = runs
                 .iter()
-                .filter_map(|t| t.ratios.last().map(|r| metrics::min_max_fairness(r)))
+                .filter_map(|t| t.ratios.last().map(|r| evaluation::min_max_fairness(r)))
                 .collect();
             let mut ev: Vec<f64> = runs
                 .iter()
@@ -237,12 +234,12 @@ mod tests {
         let full = run("polyphony", &problem, 0, 20, &params, false).expect("run");
         let open = run("no-correction", &problem, 0, 20, &params, false).expect("run");
         assert!(
-            metrics::convergence_iteration(&full.ratios, 3).is_some(),
+            evaluation::convergence_iteration(&full.ratios, 3).is_some(),
             "{:?}",
             full.ratios
         );
         assert_eq!(
-            metrics::convergence_iteration(&open.ratios, 3),
+            evaluation::convergence_iteration(&open.ratios, 3),
             None,
             "{:?}",
             open.ratios

@@ -1,5 +1,5 @@
 //! Reads back the `iterations.csv` a study wrote ([`crate::report::iterations_csv`]): per
-//! (scenario, tuner, seed) run, each control interval's per-class ratio p99 / SLO, so metrics
+//! (scenario, tuner, seed) run, each control interval's per-class ratio p99 / SLO and decision times, so metrics
 //! defined after a run (such as [`crate::report::tail_fairness`]) can be computed on committed
 //! results without rerunning them. Reads only the file it is given.
 
@@ -18,6 +18,10 @@ pub struct CsvRun {
     /// Per control interval (warm-up windows, with negative iterations, left out), in
     /// iteration order: the ratio of every class in the file's column order (NaN = no flow).
     pub ratios: Vec<Vec<f64>>,
+    /// Per control interval, the controller's own wall and thread-CPU seconds of deciding
+    /// (`decide_wall_s`, `decide_cpu_s`); NaN in files written before those columns existed
+    /// (their `decide_s` also counted waiting for other runs' threads and is not read).
+    pub decide_s: Vec<(f64, f64)>,
 }
 
 /// The runs of `path` in the order they first appear.
@@ -47,6 +51,8 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
             "no ratio_<class> column: is this an iterations.csv written by `eval`?".into(),
         ));
     }
+    let optional = |name: &str| header.iter().position(|h| h == name);
+    let (wall_col, cpu_col) = (optional("decide_wall_s"), optional("decide_cpu_s"));
     let mut runs: Vec<CsvRun> = Vec::new();
     let mut order: Vec<Vec<i64>> = Vec::new();
     for (n, rec) in rdr.records().enumerate() {
@@ -77,6 +83,8 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
             .iter()
             .map(|&i| num(i, header.get(i).unwrap_or("ratio")))
             .collect::<Result<Vec<f64>, _>>()?;
+        let timed = |c: Option<usize>, what: &str| c.map_or(Ok(f64::NAN), |i| num(i, what));
+        let decide = (timed(wall_col, "decide_wall_s")?, timed(cpu_col, "decide_cpu_s")?);
         let (sc, tu) = (field(scenario), field(tuner));
         let k = match runs
             .iter()
@@ -89,6 +97,7 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
                     tuner: tu.to_string(),
                     seed: sd,
                     ratios: Vec::new(),
+                    decide_s: Vec::new(),
                 });
                 order.push(Vec::new());
                 runs.len() - 1
@@ -100,13 +109,22 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
             )));
         }
         runs[k].ratios.push(ratios);
+        runs[k].decide_s.push(decide);
         order[k].push(it);
     }
     // Rows are written in iteration order; sort anyway, so a reordered file reads the same.
     for (run, its) in runs.iter_mut().zip(order) {
-        let mut rows: Vec<(i64, Vec<f64>)> = its.into_iter().zip(std::mem::take(&mut run.ratios)).collect();
+        let mut rows: Vec<(i64, Vec<f64>, (f64, f64))> = its
+            .into_iter()
+            .zip(std::mem::take(&mut run.ratios))
+            .zip(std::mem::take(&mut run.decide_s))
+            .map(|((i, r), d)| (i, r, d))
+            .collect();
         rows.sort_by_key(|r| r.0);
-        run.ratios = rows.into_iter().map(|r| r.1).collect();
+        for (_, r, d) in rows {
+            run.ratios.push(r);
+            run.decide_s.push(d);
+        }
     }
     Ok(runs)
 }
@@ -139,6 +157,25 @@ mod tests {
         assert_eq!(runs[0].ratios[0], vec![2.0, 0.25]);
         assert!(runs[0].ratios[1][1].is_nan());
         assert_eq!(runs[1].ratios, vec![vec![3.0, 3.0]]);
+        // A file without the decision-time columns reads them as unknown.
+        assert!(runs[0].decide_s.iter().all(|(w, c)| w.is_nan() && c.is_nan()));
+    }
+
+    #[test]
+    fn reads_the_decision_times_in_iteration_order_and_ignores_the_old_decide_s() {
+        let f = file(
+            "scenario,tuner,seed,iteration,ratio_AF11,objective,reason,decide_s,decide_wall_s,decide_cpu_s\n\
+             high,polyphony,0,1,0.5,1,\"b\",218.0,0.25,0.20\n\
+             high,polyphony,0,0,2.0,2,\"a\",1.0,0.125,0.0625\n",
+        );
+        let runs = read(f.path()).expect("a valid file");
+        assert_eq!(runs[0].ratios, vec![vec![2.0], vec![0.5]]);
+        assert_eq!(runs[0].decide_s, vec![(0.125, 0.0625), (0.25, 0.20)]);
+        let f = file(
+            "scenario,tuner,seed,iteration,ratio_AF11,decide_wall_s,decide_cpu_s\nhigh,polyphony,0,0,2.0,fast,0.1\n",
+        );
+        let e = read(f.path()).expect_err("bad time").to_string();
+        assert!(e.contains("decide_wall_s") && e.contains("\"fast\""), "{e}");
     }
 
     #[test]

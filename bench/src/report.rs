@@ -5,7 +5,7 @@
 
 use crate::closed_loop::{IterationRecord, RunTrace};
 use crate::EvalError;
-use polyphony_core::metrics;
+use polyphony_core::evaluation;
 use polyphony_spec::Scenario;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -49,20 +49,12 @@ impl Spread {
                 max: f64::NAN,
             };
         }
-        s.sort_by(f64::total_cmp);
-        let n = s.len();
-        let median = if n % 2 == 1 {
-            s[n / 2]
-        } else if s[n / 2 - 1].is_infinite() || s[n / 2].is_infinite() {
-            // Averaging with "never" is never; pick the later of the two middle values.
-            s[n / 2]
-        } else {
-            0.5 * (s[n / 2 - 1] + s[n / 2])
-        };
+        // Sorted by the median; averaging with "never" (+∞) is never.
+        let median = polyphony_core::median(&mut s).unwrap_or(f64::NAN);
         Spread {
             median,
             min: s[0],
-            max: s[n - 1],
+            max: s[s.len() - 1],
         }
     }
 
@@ -142,7 +134,7 @@ pub fn tail_fairness(ratios: &[Vec<f64>], last: usize) -> f64 {
     if means.is_empty() {
         f64::NAN
     } else {
-        metrics::min_max_fairness(&means)
+        evaluation::min_max_fairness(&means)
     }
 }
 
@@ -181,7 +173,7 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
             let conv: Vec<f64> = runs
                 .iter()
                 .map(|t| {
-                    metrics::convergence_iteration(&t.judged_ratios(), CONVERGENCE_K)
+                    evaluation::convergence_iteration(&t.judged_ratios(), CONVERGENCE_K)
                         .map_or(f64::INFINITY, |c| c as f64)
                 })
                 .collect();
@@ -190,13 +182,13 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
                 .map(|t| {
                     let r = refs.iter().find(|(s, _)| *s == t.seed).map_or(f64::NAN, |x| x.1);
                     let js: Vec<f64> = t.objectives().into_iter().filter(|j| j.is_finite()).collect();
-                    metrics::hindsight_regret(&js, Some(r))
+                    evaluation::hindsight_regret(&js, Some(r))
                 })
                 .collect();
             let last = |t: &RunTrace| t.records.iter().rev().find(|r| r.objective.is_finite()).cloned();
             let fairness: Vec<f64> = runs
                 .iter()
-                .map(|t| last(t).map_or(f64::NAN, |r| metrics::min_max_fairness(&r.ratios)))
+                .map(|t| last(t).map_or(f64::NAN, |r| evaluation::min_max_fairness(&r.ratios)))
                 .collect();
             let tail: Vec<f64> = runs
                 .iter()

@@ -230,12 +230,7 @@ fn medians(per_window: &[SliVector], sc: &Scenario) -> Vec<Option<f64>> {
                 .filter_map(|s| s.get(c.dscp).map(|x| x.p99))
                 .filter(|p| p.is_finite())
                 .collect();
-            v.sort_by(f64::total_cmp);
-            match v.len() {
-                0 => None,
-                n if n % 2 == 1 => Some(v[n / 2]),
-                n => Some(0.5 * (v[n / 2 - 1] + v[n / 2])),
-            }
+            polyphony_core::median(&mut v)
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 
 use crate::{run, EmuError, EmuMetrics, EmuOutputs, EmuPlan, MetricsServer, RunSummary};
 use polyphony_netns::{base_rtt, Hosts};
-use polyphony_spec::{IdealFct, Nanos, Scenario, TopologySpec, Workload};
+use polyphony_spec::{IdealFct, Nanos, Scenario, Workload};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -55,16 +55,10 @@ pub fn run_cli(a: &EmuArgs) -> Result<RunSummary, EmuError> {
             path: a.scenario.clone(),
             why: e.to_string(),
         })?;
-    let senders = match sc.topology {
-        TopologySpec::Dumbbell { senders, .. } => senders,
-        TopologySpec::LeafSpine { .. } => {
-            return Err(EmuError::invalid(
-                "topology.kind",
-                "leaf_spine",
-                "the namespace testbed is a dumbbell",
-            ))
-        }
-    };
+    let senders = sc
+        .topology
+        .dumbbell_senders()
+        .ok_or_else(|| EmuError::invalid("topology.kind", "leaf_spine", "the namespace testbed is a dumbbell"))?;
     let text = read(&a.trace)?;
     let name = a.trace.display().to_string();
     let wl = if a.trace.extension().is_some_and(|e| e == "csv") {

@@ -35,7 +35,7 @@ pub fn class_scales<'a>(pairs: impl Iterator<Item = (&'a [f64], &'a [f64])>, n: 
             if l.is_empty() {
                 1.0
             } else {
-                crate::denoise::median(&mut l).clamp(-bound, bound).exp()
+                crate::denoise::median(&mut l).unwrap_or(0.0).clamp(-bound, bound).exp()
             }
         })
         .collect()

@@ -269,6 +269,20 @@ pub fn default_initial(classes: &[TrafficClass]) -> NetworkConfig {
     NetworkConfig::uniform(&dscps, Bytes(30_000), Packets(10))
 }
 
+/// Brings a saved state of an earlier version to the current form: `params.denoiser_enabled`
+/// (removed; the variant's `denoiser` flag says the same) is folded into `variant.denoiser`.
+fn migrate_state(v: &mut serde_json::Value) {
+    let old = v
+        .get_mut("params")
+        .and_then(serde_json::Value::as_object_mut)
+        .and_then(|p| p.remove("denoiser_enabled"));
+    if old.and_then(|x| x.as_bool()) == Some(false) {
+        if let Some(d) = v.pointer_mut("/variant/denoiser") {
+            *d = serde_json::Value::Bool(false);
+        }
+    }
+}
+
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -305,7 +319,7 @@ impl Controller {
             CoreError::InvalidConfig(format!("the knob space cannot express a valid configuration: {e}"))
         })?;
         let denoiser = Denoiser::new(DenoiserSettings {
-            enabled: params.denoiser_enabled && variant.denoiser,
+            enabled: variant.denoiser,
             window: params.denoiser_volatility_window,
             off_below: params.denoiser_off_below,
             volatility_per_width: params.denoiser_volatility_per_width,
@@ -394,8 +408,10 @@ impl Controller {
     }
     /// A controller from [`Controller::to_json`]'s output.
     pub fn from_json(s: &str) -> Result<Controller, CoreError> {
-        let c: Controller =
-            serde_json::from_str(s).map_err(|e| CoreError::State(format!("{e}: is this a saved controller state?")))?;
+        let bad = |e: serde_json::Error| CoreError::State(format!("{e}: is this a saved controller state?"));
+        let mut v: serde_json::Value = serde_json::from_str(s).map_err(bad)?;
+        migrate_state(&mut v);
+        let c: Controller = serde_json::from_value(v).map_err(bad)?;
         c.params.validate()?;
         Ok(c)
     }
@@ -535,7 +551,7 @@ impl Controller {
         let centre = st.warmup_centre.get_or_insert_with(|| x.clone()).clone();
         st.best.push(Measured {
             iteration: st.iteration,
-            g: crate::denoise::median(&mut st.warmup_g.clone()),
+            g: crate::denoise::median(&mut st.warmup_g.clone()).unwrap_or(d.value),
             x: centre,
         });
         st.last_ratios = Some(ratios.clone());

@@ -92,8 +92,8 @@ impl Denoiser {
         let recent: Vec<f64> = self.raw.iter().rev().take(s.window).copied().collect();
         let mut diffs: Vec<f64> = recent.windows(2).map(|w| (w[0] - w[1]).abs()).collect();
         let mut levels: Vec<f64> = recent.iter().map(|v| v.abs()).collect();
-        let level = median(&mut levels).max(1e-12);
-        let volatility = median(&mut diffs) / std::f64::consts::SQRT_2 / level;
+        let level = median(&mut levels).unwrap_or(0.0).max(1e-12);
+        let volatility = median(&mut diffs).unwrap_or(0.0) / std::f64::consts::SQRT_2 / level;
         if volatility < s.off_below {
             return Denoised { volatility, ..off };
         }
@@ -118,18 +118,20 @@ impl Denoiser {
     }
 }
 
-/// The median of `v` (sorted in place; mean of the middle two for an even length; 0 when empty).
-pub(crate) fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (sorted in place; the mean of the middle two for an even length; `None`
+/// when empty). The workspace's one median: the denoiser, the calibration, the warm-up's pooled
+/// entry and the evaluation's summaries all use it.
+pub fn median(v: &mut [f64]) -> Option<f64> {
     if v.is_empty() {
-        return 0.0;
+        return None;
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 {
+    Some(if n % 2 == 1 {
         v[n / 2]
     } else {
         0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The Polyphony controller core (paper §4–§5): the knob space and its distance, the
 //! objective, the residual GP, trust-region Expected Improvement, the denoiser, sample
 //! admission and regime shifts; the baselines (Bluefin, fixed) behind the same [`Tuner`]
-//! trait; and the evaluation metrics.
+//! trait; the one control step every driver runs; and the evaluation scores.
 //!
 //! Pure: no I/O, no clock, no async runtime, no threads of its own (egobox may use rayon
 //! internally); deterministic under [`ControllerParams::seed`]. The only outside call is the
@@ -32,8 +32,8 @@ pub mod controller;
 pub mod denoise;
 pub mod ei;
 mod error;
+pub mod evaluation;
 pub mod gp;
-pub mod metrics;
 pub mod model;
 pub mod objective;
 pub mod params;
@@ -47,9 +47,10 @@ pub mod warmup;
 
 pub use bluefin::{Bluefin, BluefinParams};
 pub use controller::{default_initial, Controller, Observation, ObserveReport, Proposal, Reason, ReasonKind, Variant};
+pub use denoise::median;
 pub use error::CoreError;
+pub use evaluation::{convergence_iteration, evaluate_run, hindsight_regret, min_max_fairness, RunEvaluation};
 pub use gp::{Hyper, Kernel, MeanKind, SurrogateStatus};
-pub use metrics::{convergence_iteration, hindsight_regret, min_max_fairness, run_metrics, RunMetrics};
 pub use model::{ModelError, NoModel, PerformanceModel};
 pub use objective::Objective;
 pub use params::{ControllerParams, LocalSolver};

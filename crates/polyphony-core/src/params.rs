@@ -74,8 +74,6 @@ pub struct ControllerParams {
     pub surprise_sigmas: f64,
     /// Two configurations closer than this are the same configuration (never admitted twice).
     pub duplicate_radius: f64,
-    /// Whether the causal denoiser smooths g.
-    pub denoiser_enabled: bool,
     /// Samples used to estimate volatility. 6: a few control intervals.
     pub denoiser_volatility_window: usize,
     /// Relative volatility below which the denoiser switches off. 0.02: below 2 % the signal
@@ -163,7 +161,6 @@ impl Default for ControllerParams {
             novelty_radius: 0.05,
             surprise_sigmas: 3.0,
             duplicate_radius: 1e-6,
-            denoiser_enabled: true,
             denoiser_volatility_window: 6,
             denoiser_off_below: 0.02,
             denoiser_volatility_per_width: 0.05,

@@ -637,5 +637,14 @@ mod state_format {
             assert!(v["state"].get(k).is_some(), "state.{k} missing: {}", v["state"]);
         }
         assert_eq!(Controller::from_json(&v.to_string()).unwrap(), ctl);
+        // A state saved while `denoiser_enabled` was a parameter: `true` changes nothing,
+        // `false` becomes the variant without the denoiser.
+        let mut old = v.clone();
+        old["params"]["denoiser_enabled"] = serde_json::Value::Bool(true);
+        assert_eq!(Controller::from_json(&old.to_string()).unwrap(), ctl);
+        old["params"]["denoiser_enabled"] = serde_json::Value::Bool(false);
+        let off = Controller::from_json(&old.to_string()).unwrap();
+        assert!(!off.variant().denoiser);
+        assert_eq!(off.params(), ctl.params());
     }
 }

@@ -49,6 +49,14 @@ impl TopologySpec {
         };
         BitsPerSec((mbps * 1e6).round() as u64)
     }
+    /// The dumbbell's sender count; `None` for a leaf-spine (what the namespace testbed, a
+    /// dumbbell, asks of a scenario).
+    pub fn dumbbell_senders(&self) -> Option<u32> {
+        match self {
+            TopologySpec::Dumbbell { senders, .. } => Some(*senders),
+            TopologySpec::LeafSpine { .. } => None,
+        }
+    }
     /// Total number of hosts.
     pub fn hosts(&self) -> u32 {
         match self {

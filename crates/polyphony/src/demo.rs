@@ -12,7 +12,7 @@ use crate::Failure;
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use polyphony_core::{
-    convergence_iteration, run_metrics, ControlStep, Controller, ControllerParams, StepInput, StepPolicy, Variant,
+    convergence_iteration, evaluate_run, ControlStep, Controller, ControllerParams, StepInput, StepPolicy, Variant,
 };
 use polyphony_model::{pool, poor_config, ModelKind, SimulatedNetwork, Traffic, WindowModel};
 use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, SliVector};
@@ -207,7 +207,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     }
     // Regret and final objective over the measured iterations (skipped ones have no J).
     let measured: Vec<f64> = objectives.iter().copied().filter(|j| j.is_finite()).collect();
-    let metrics = run_metrics(&ratios_hist, &measured, None);
+    let metrics = evaluate_run(&ratios_hist, &measured, None);
     let series: Vec<ClassSeries> = scenario
         .classes
         .iter()

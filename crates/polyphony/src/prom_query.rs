@@ -16,16 +16,13 @@ struct Answer {
     error: Option<String>,
 }
 
+/// The answer's data: its result type, and the result read once the type says it is a vector
+/// or a scalar (range vectors and strings are refused unread).
 #[derive(Debug, Deserialize)]
-#[serde(tag = "resultType", content = "result", rename_all = "lowercase")]
-enum Data {
-    Vector(Vec<VectorSample>),
-    Scalar((f64, String)),
-    // Range vectors and strings are refused; their content is never looked at.
-    #[allow(dead_code)]
-    Matrix(serde::de::IgnoredAny),
-    #[allow(dead_code)]
-    String(serde::de::IgnoredAny),
+struct Data {
+    #[serde(rename = "resultType")]
+    result_type: String,
+    result: serde_json::Value,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,8 +64,14 @@ pub async fn query(client: &reqwest::Client, base: &str, promql: &str) -> Result
         s.parse::<f64>()
             .map_err(|_| anyhow!("{url}: sample value {s:?} is not a number"))
     };
-    match a.data {
-        Some(Data::Vector(v)) => v
+    let Some(data) = a.data else {
+        bail!("{url}: query {promql:?} answered without data");
+    };
+    let shape =
+        |e: serde_json::Error| anyhow!("{url}: the {} result of {promql:?} is malformed: {e}", data.result_type);
+    match data.result_type.as_str() {
+        "vector" => serde_json::from_value::<Vec<VectorSample>>(data.result.clone())
+            .map_err(shape)?
             .into_iter()
             .map(|s| {
                 Ok(Sample {
@@ -77,11 +80,14 @@ pub async fn query(client: &reqwest::Client, base: &str, promql: &str) -> Result
                 })
             })
             .collect(),
-        Some(Data::Scalar((_, v))) => Ok(vec![Sample {
-            labels: Default::default(),
-            value: parse(&v)?,
-        }]),
-        Some(_) | None => bail!("{url}: query {promql:?} did not return a vector or scalar"),
+        "scalar" => {
+            let (_, v) = serde_json::from_value::<(f64, String)>(data.result.clone()).map_err(shape)?;
+            Ok(vec![Sample {
+                labels: Default::default(),
+                value: parse(&v)?,
+            }])
+        }
+        other => bail!("{url}: query {promql:?} returned a {other}, not a vector or scalar"),
     }
 }
 

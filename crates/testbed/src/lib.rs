@@ -27,7 +27,7 @@ pub use error::TestbedError;
 pub use names::Names;
 pub use status::{InstanceState, TestbedStatus};
 
-use polyphony_spec::{BitsPerSec, Bytes, Nanos, NetworkConfig, Packets, Scenario, TopologySpec};
+use polyphony_spec::{BitsPerSec, Bytes, Nanos, NetworkConfig, Packets, Scenario};
 
 /// ECN threshold of the default configuration.
 pub const DEFAULT_K: Bytes = Bytes(30_000);
@@ -95,16 +95,14 @@ impl Testbed {
 
 /// The dumbbell's sender count and rate, or why the scenario cannot run here.
 fn dumbbell(scenario: &Scenario) -> Result<(u32, BitsPerSec), TestbedError> {
-    match scenario.topology {
-        TopologySpec::Dumbbell { senders, .. } if (1..=16).contains(&senders) => {
-            Ok((senders, scenario.topology.reference_rate()))
-        }
-        TopologySpec::Dumbbell { senders, .. } => Err(TestbedError::invalid(
+    match scenario.topology.dumbbell_senders() {
+        Some(senders) if (1..=16).contains(&senders) => Ok((senders, scenario.topology.reference_rate())),
+        Some(senders) => Err(TestbedError::invalid(
             "topology.senders",
             senders,
             "the namespace testbed hosts 1..=16 senders",
         )),
-        TopologySpec::LeafSpine { .. } => Err(TestbedError::invalid(
+        None => Err(TestbedError::invalid(
             "topology.kind",
             "leaf_spine",
             "the namespace testbed is a dumbbell; run leaf-spine scenarios in pktsim",

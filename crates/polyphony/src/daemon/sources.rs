@@ -86,11 +86,8 @@ pub struct EmuSource {
 
 impl EmuSource {
     fn new(traffic: Traffic, prefix: &str, base_rtt_us: Option<f64>) -> Result<EmuSource> {
-        let senders = match traffic.scenario.topology {
-            polyphony_spec::TopologySpec::Dumbbell { senders, .. } => senders,
-            polyphony_spec::TopologySpec::LeafSpine { .. } => {
-                bail!("sli.source = \"emu\": the namespace testbed is a dumbbell; the scenario is a leaf-spine")
-            }
+        let Some(senders) = traffic.scenario.topology.dumbbell_senders() else {
+            bail!("sli.source = \"emu\": the namespace testbed is a dumbbell; the scenario is a leaf-spine")
         };
         let hosts = polyphony_netns::Hosts {
             prefix: prefix.to_string(),

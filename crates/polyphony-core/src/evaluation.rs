@@ -1,4 +1,5 @@
-//! Evaluation metrics of §8.1, defined exactly (also in docs/controller.md). Iterations are
+//! The evaluation's scores of §8.1 (convergence iteration, hindsight regret, min-max fairness),
+//! defined exactly (also in docs/controller.md) and named apart from the daemon's Prometheus metrics. Iterations are
 //! numbered from 0: iteration t is the t-th measured interval of a run. Pure functions.
 
 use serde::{Deserialize, Serialize};
@@ -36,7 +37,7 @@ pub fn min_max_fairness(ratios: &[f64]) -> f64 {
 
 /// The metrics of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunMetrics {
+pub struct RunEvaluation {
     /// [`convergence_iteration`] with k = 3.
     pub convergence: Option<usize>,
     /// [`hindsight_regret`].
@@ -48,8 +49,8 @@ pub struct RunMetrics {
 }
 
 /// The metrics of a run given per-iteration ratios and objectives.
-pub fn run_metrics(ratios: &[Vec<f64>], objectives: &[f64], reference: Option<f64>) -> RunMetrics {
-    RunMetrics {
+pub fn evaluate_run(ratios: &[Vec<f64>], objectives: &[f64], reference: Option<f64>) -> RunEvaluation {
+    RunEvaluation {
         convergence: convergence_iteration(ratios, 3),
         regret: hindsight_regret(objectives, reference),
         fairness: ratios.last().map_or(0.0, |r| min_max_fairness(r)),
