@@ -8,7 +8,7 @@
 //! new file, never a torn one. This module touches only the state directory.
 
 use polyphony_spec::NetworkConfig;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -45,6 +45,12 @@ pub enum StateError {
     },
 }
 
+/// A number the file may hold as `null`: JSON has no NaN, so an unknown value (no prediction in
+/// a warm-up, guard or held iteration; an SLI a class did not have) is written as `null`.
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// One class's numbers in one iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassRecord {
@@ -53,10 +59,13 @@ pub struct ClassRecord {
     /// DSCP.
     pub dscp: u8,
     /// Measured SLI (the SLO's percentile of the slowdown).
+    #[serde(deserialize_with = "nan_if_null")]
     pub sli: f64,
     /// The SLO threshold.
+    #[serde(deserialize_with = "nan_if_null")]
     pub slo: f64,
     /// sli / slo.
+    #[serde(deserialize_with = "nan_if_null")]
     pub ratio: f64,
     /// Model's prediction for this class at the configuration measured, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,12 +95,14 @@ pub struct IterationRecord {
     /// 1-based iteration number.
     pub iteration: u64,
     /// Unix time in seconds when it ended.
+    #[serde(deserialize_with = "nan_if_null")]
     pub unix_time: f64,
     /// The configuration the measurement was taken under.
     pub measured_config: NetworkConfig,
     /// Per-class SLIs.
     pub classes: Vec<ClassRecord>,
     /// Measured objective g (J of the measured ratios).
+    #[serde(deserialize_with = "nan_if_null")]
     pub g: f64,
     /// Whether every SLO held.
     pub all_slos_met: bool,
@@ -100,18 +111,23 @@ pub struct IterationRecord {
     /// The next configuration chosen.
     pub next_config: NetworkConfig,
     /// Predicted ĝ at the next configuration.
+    #[serde(deserialize_with = "nan_if_null")]
     pub predicted_g: f64,
     /// σ of the prediction.
+    #[serde(deserialize_with = "nan_if_null")]
     pub predicted_sigma: f64,
     /// Expected improvement of the chosen configuration.
+    #[serde(deserialize_with = "nan_if_null")]
     pub ei: f64,
     /// Why the controller chose it.
     pub reason: String,
     /// What happened to it.
     pub action: Action,
     /// Wall time of the whole iteration, seconds.
+    #[serde(deserialize_with = "nan_if_null")]
     pub iteration_seconds: f64,
     /// Of which spent in the model, seconds.
+    #[serde(deserialize_with = "nan_if_null")]
     pub model_seconds: f64,
 }
 
@@ -281,6 +297,23 @@ mod tests {
             last_skip: None,
             warmup: None,
         }
+    }
+
+    #[test]
+    fn an_unknown_number_written_as_null_reads_back_as_nan() {
+        let c = ClassRecord {
+            name: "AF11".into(),
+            dscp: 10,
+            sli: f64::NAN,
+            slo: 11.0,
+            ratio: f64::NAN,
+            predicted: None,
+            measured: None,
+        };
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(text.contains("\"sli\":null"), "{text}");
+        let back: ClassRecord = serde_json::from_str(&text).unwrap();
+        assert!(back.sli.is_nan() && back.ratio.is_nan() && back.slo == 11.0);
     }
 
     #[test]
