@@ -303,6 +303,25 @@ fn put_record(m: &mut Vec<u8>, r: &FlowRecord, keep: KeepProbability) {
     m.push(flags);
 }
 
+/// Data records of Workfeed's template in a message this encoder wrote (a template set in it is
+/// skipped); 0 for bytes that are not such a message.
+pub fn data_records(message: &[u8]) -> usize {
+    let mut at = MESSAGE_HEADER_LEN;
+    let mut n = 0;
+    while at + SET_HEADER_LEN <= message.len() {
+        let id = u16::from_be_bytes([message[at], message[at + 1]]);
+        let len = usize::from(u16::from_be_bytes([message[at + 2], message[at + 3]]));
+        if len < SET_HEADER_LEN {
+            break;
+        }
+        if id == TEMPLATE_ID {
+            n += (len - SET_HEADER_LEN) / RECORD_LEN;
+        }
+        at += len;
+    }
+    n
+}
+
 /// A Unix time in ns as a 64-bit NTP timestamp (era 0: seconds since 1900 in 32 bits, then
 /// the fraction of a second in units of 2⁻³² s, rounded to nearest).
 fn ntp(t: Nanos) -> u64 {
@@ -640,6 +659,7 @@ mod tests {
         let msgs = enc.encode(&records, Nanos(1_764_000_001 * 1_000_000_000));
         assert!(msgs.len() > 1 && msgs.iter().all(|m| m.len() <= 1400));
         assert_eq!(enc.sequence(), 100);
+        assert_eq!(msgs.iter().map(|m| data_records(m)).sum::<usize>(), 100);
         let mut dec = IpfixDecoder::new(DOCUMENTATION_PEN);
         let mut got = Vec::new();
         for m in &msgs {

@@ -93,14 +93,12 @@ impl IpfixExporter {
     pub async fn flush(&mut self, now: Nanos) {
         let records = std::mem::take(&mut self.pending);
         let msgs = self.encoder.encode(&records, now);
-        let per_message =
-            |m: &[u8]| (m.len().saturating_sub(crate::ipfix::MESSAGE_HEADER_LEN)) / crate::ipfix::RECORD_LEN;
         for m in &msgs {
             for d in &self.destinations {
                 match self.socket.send_to(m, d).await {
                     Ok(_) => {
                         self.metrics.messages_sent.inc();
-                        self.metrics.records_sent.inc_by(per_message(m) as u64);
+                        self.metrics.records_sent.inc_by(crate::ipfix::data_records(m) as u64);
                     }
                     Err(e) => {
                         self.metrics.send_errors.inc();
