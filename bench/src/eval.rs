@@ -181,23 +181,7 @@ fn describe(sc: &polyphony_spec::Scenario) -> String {
         .iter()
         .map(|c| format!("{} ≤ {:.2}", c.name, c.slo.max_slowdown))
         .collect();
-    let topo = match &sc.topology {
-        polyphony_spec::TopologySpec::Dumbbell {
-            senders,
-            rate_mbps,
-            link_delay_us,
-        } => format!("dumbbell, {senders} senders, {rate_mbps} Mbit/s, {link_delay_us} µs per link"),
-        polyphony_spec::TopologySpec::LeafSpine {
-            racks,
-            hosts_per_rack,
-            spines,
-            host_rate_mbps,
-            fabric_rate_mbps,
-            link_delay_us,
-        } => format!(
-            "leaf-spine {racks}×{hosts_per_rack}, {spines} spines, {host_rate_mbps}/{fabric_rate_mbps} Mbit/s, {link_delay_us} µs per link"
-        ),
-    };
+    let topo = sc.topology.to_string();
     let phases = if sc.phases.is_empty() {
         String::new()
     } else {

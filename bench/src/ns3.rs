@@ -8,7 +8,7 @@ use polyphony_model::{
     PktSim, PktSimOptions,
 };
 use polyphony_spec::{
-    percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, Nanos, NetworkConfig, Packets, TopologySpec,
+    percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, TopologySpec,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -72,14 +72,14 @@ pub fn matrix() -> Vec<Case> {
                             link_delay_us: delay_us,
                         }
                     } else {
-                        TopologySpec::LeafSpine {
+                        TopologySpec::LeafSpine(LeafSpineSpec {
                             racks: 4,
                             hosts_per_rack: 4,
                             spines: 2,
                             host_rate_mbps: mbps,
                             fabric_rate_mbps: 2.0 * mbps,
                             link_delay_us: delay_us,
-                        }
+                        })
                     };
                     cases.push(Case {
                         name: format!("{topo}-{rate}-{mix}-{cfg_name}"),

@@ -41,7 +41,9 @@ use crate::studies::Planned;
 use crate::EvalError;
 use polyphony_core::Space;
 use polyphony_model::{FlowSim, Locality, NetworkModel, TrafficMatrix};
-use polyphony_spec::{ClassMix, Dscp, Nanos, NetworkConfig, Scenario, SliVector, TopologySpec, TrafficClass, Workload};
+use polyphony_spec::{
+    ClassMix, Dscp, LeafSpineSpec, Nanos, NetworkConfig, Scenario, SliVector, TopologySpec, TrafficClass, Workload,
+};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
@@ -151,14 +153,14 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
             "scale baseline with 0 windows: give at least 1 (5 is the default)".into(),
         ));
     }
-    let topology = TopologySpec::LeafSpine {
+    let topology = TopologySpec::LeafSpine(LeafSpineSpec {
         racks: opts.racks,
         hosts_per_rack: opts.hosts_per_rack,
         spines: 4,
         host_rate_mbps: 1000.0,
         fabric_rate_mbps: 10000.0,
         link_delay_us: 1.0,
-    };
+    });
     let mut out = Vec::new();
     let mut all = cells();
     if opts.cells > 0 {

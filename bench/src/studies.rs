@@ -191,9 +191,8 @@ fn load(opts: &StudyOptions, file: &str) -> Result<Scenario, EvalError> {
     })?;
     if let Some(d) = opts.delay_us {
         match &mut s.topology {
-            TopologySpec::Dumbbell { link_delay_us, .. } | TopologySpec::LeafSpine { link_delay_us, .. } => {
-                *link_delay_us = d
-            }
+            TopologySpec::Dumbbell { link_delay_us, .. } => *link_delay_us = d,
+            TopologySpec::LeafSpine(ls) => ls.link_delay_us = d,
         }
         s.name = format!("{}-delay{d}us", s.name);
     }

@@ -13,7 +13,8 @@ use crate::pktsim::PktSim;
 use crate::synth::{mix_cdfs, synthesize, SynthesisOptions};
 use crate::topology::Topology;
 use polyphony_spec::{
-    Bytes, ClassMix, Dscp, FlowTrace, Nanos, NetworkConfig, Packets, Scenario, TopologySpec, TrafficClass,
+    Bytes, ClassMix, Dscp, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scenario, TopologySpec,
+    TrafficClass,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -318,14 +319,14 @@ pub fn three_class_scenario(
 /// cache sizes at 20 % each (60 % load of every host link), σ = 2, each class with its service's
 /// rack-to-rack pattern.
 pub fn scale_scenario() -> Scenario {
-    let topology = TopologySpec::LeafSpine {
+    let topology = TopologySpec::LeafSpine(LeafSpineSpec {
         racks: 32,
         hosts_per_rack: 8,
         spines: 4,
         host_rate_mbps: 1000.0,
         fabric_rate_mbps: 10000.0,
         link_delay_us: 1.0,
-    };
+    });
     three_class_scenario(
         "scale-32x8",
         topology,
@@ -343,14 +344,14 @@ mod tests {
     /// paths (ECMP salt), same SLIs from pktsim, on a leaf-spine where the salt matters.
     #[test]
     fn exported_trace_replays_identically() {
-        let topology = TopologySpec::LeafSpine {
+        let topology = TopologySpec::LeafSpine(LeafSpineSpec {
             racks: 2,
             hosts_per_rack: 2,
             spines: 2,
             host_rate_mbps: 1000.0,
             fabric_rate_mbps: 1000.0,
             link_delay_us: 2.0,
-        };
+        });
         let sc = three_class_scenario(
             "t",
             topology,

@@ -214,20 +214,13 @@ impl Topology {
                 rate_mbps,
                 link_delay_us,
             } => Topology::dumbbell(senders, rate(rate_mbps), us(link_delay_us)),
-            TopologySpec::LeafSpine {
-                racks,
-                hosts_per_rack,
-                spines,
-                host_rate_mbps,
-                fabric_rate_mbps,
-                link_delay_us,
-            } => Topology::leaf_spine(
-                racks,
-                hosts_per_rack,
-                spines,
-                rate(host_rate_mbps),
-                rate(fabric_rate_mbps),
-                us(link_delay_us),
+            TopologySpec::LeafSpine(ref ls) => Topology::leaf_spine(
+                ls.racks,
+                ls.hosts_per_rack,
+                ls.spines,
+                rate(ls.host_rate_mbps),
+                rate(ls.fabric_rate_mbps),
+                us(ls.link_delay_us),
             ),
         }
     }

@@ -22,8 +22,8 @@ use crate::cdf::SizeCdf;
 use crate::error::ModelError;
 use crate::topology::mix64;
 use polyphony_spec::{
-    Bytes, ClassConfig, ClassMix, Dscp, KnobKind, KnobSpace, Nanos, NetworkConfig, Packets, Scale, Scenario, SliVector,
-    Slo, TopologySpec, TrafficClass,
+    Bytes, ClassConfig, ClassMix, Dscp, KnobKind, KnobSpace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scale,
+    Scenario, SliVector, Slo, TopologySpec, TrafficClass,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -198,14 +198,14 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
             // The busiest tier: the uplinks carry the inter-rack share of the hosts' load
             // times the oversubscription.
             (
-                TopologySpec::LeafSpine {
+                TopologySpec::LeafSpine(LeafSpineSpec {
                     racks,
                     hosts_per_rack,
                     spines,
                     host_rate_mbps: rate_mbps,
                     fabric_rate_mbps: fabric.round().max(1.0),
                     link_delay_us: delay_us,
-                },
+                }),
                 load / oversub.max(1.0),
             )
         }
@@ -237,7 +237,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
     // The window: about TARGET_FLOWS flows, at most MAX_BYTES offered.
     let hosts = match topology {
         TopologySpec::Dumbbell { .. } => 1.0,
-        TopologySpec::LeafSpine { .. } => topology.hosts() as f64,
+        TopologySpec::LeafSpine(_) => topology.hosts() as f64,
     };
     let rate = topology.reference_rate().0 as f64 * hosts;
     let mut flows_per_s = 0.0;

@@ -21,22 +21,47 @@ pub enum TopologySpec {
         /// One-way propagation delay of every link, in µs.
         link_delay_us: f64,
     },
-    /// A two-tier leaf-spine: `racks` leaves with `hosts_per_rack` hosts each, every leaf
-    /// connected to every spine. Hosts are numbered rack-major.
-    LeafSpine {
-        /// Number of racks (leaf switches).
-        racks: u32,
-        /// Hosts per rack.
-        hosts_per_rack: u32,
-        /// Number of spine switches.
-        spines: u32,
-        /// Host ↔ leaf link rate, in Mbit/s.
-        host_rate_mbps: f64,
-        /// Leaf ↔ spine link rate, in Mbit/s.
-        fabric_rate_mbps: f64,
-        /// One-way propagation delay of every link, in µs.
-        link_delay_us: f64,
-    },
+    /// A two-tier leaf-spine (see [`LeafSpineSpec`]).
+    LeafSpine(LeafSpineSpec),
+}
+
+/// A two-tier leaf-spine: `racks` leaves with `hosts_per_rack` hosts each, every leaf connected
+/// to every spine. Hosts are numbered rack-major.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeafSpineSpec {
+    /// Number of racks (leaf switches).
+    pub racks: u32,
+    /// Hosts per rack.
+    pub hosts_per_rack: u32,
+    /// Number of spine switches.
+    pub spines: u32,
+    /// Host ↔ leaf link rate, in Mbit/s.
+    pub host_rate_mbps: f64,
+    /// Leaf ↔ spine link rate, in Mbit/s.
+    pub fabric_rate_mbps: f64,
+    /// One-way propagation delay of every link, in µs.
+    pub link_delay_us: f64,
+}
+
+impl std::fmt::Display for TopologySpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TopologySpec::Dumbbell {
+                senders,
+                rate_mbps,
+                link_delay_us,
+            } => write!(
+                f,
+                "dumbbell, {senders} senders, {rate_mbps} Mbit/s, {link_delay_us} µs per link"
+            ),
+            TopologySpec::LeafSpine(ls) => write!(
+                f,
+                "leaf-spine {}×{}, {} spines, {}/{} Mbit/s, {} µs per link",
+                ls.racks, ls.hosts_per_rack, ls.spines, ls.host_rate_mbps, ls.fabric_rate_mbps, ls.link_delay_us
+            ),
+        }
+    }
 }
 
 impl TopologySpec {
@@ -45,7 +70,7 @@ impl TopologySpec {
     pub fn reference_rate(&self) -> BitsPerSec {
         let mbps = match self {
             TopologySpec::Dumbbell { rate_mbps, .. } => *rate_mbps,
-            TopologySpec::LeafSpine { host_rate_mbps, .. } => *host_rate_mbps,
+            TopologySpec::LeafSpine(ls) => ls.host_rate_mbps,
         };
         BitsPerSec((mbps * 1e6).round() as u64)
     }
@@ -54,16 +79,14 @@ impl TopologySpec {
     pub fn dumbbell_senders(&self) -> Option<u32> {
         match self {
             TopologySpec::Dumbbell { senders, .. } => Some(*senders),
-            TopologySpec::LeafSpine { .. } => None,
+            TopologySpec::LeafSpine(_) => None,
         }
     }
     /// Total number of hosts.
     pub fn hosts(&self) -> u32 {
         match self {
             TopologySpec::Dumbbell { senders, .. } => senders + 1,
-            TopologySpec::LeafSpine {
-                racks, hosts_per_rack, ..
-            } => racks * hosts_per_rack,
+            TopologySpec::LeafSpine(ls) => ls.racks * ls.hosts_per_rack,
         }
     }
 
@@ -111,20 +134,13 @@ impl TopologySpec {
                 pos("rate_mbps", *rate_mbps)?;
                 nonneg("link_delay_us", *link_delay_us)
             }
-            TopologySpec::LeafSpine {
-                racks,
-                hosts_per_rack,
-                spines,
-                host_rate_mbps,
-                fabric_rate_mbps,
-                link_delay_us,
-            } => {
-                count("racks", *racks, 1, 256)?;
-                count("hosts_per_rack", *hosts_per_rack, 1, 64)?;
-                count("spines", *spines, 1, 64)?;
-                pos("host_rate_mbps", *host_rate_mbps)?;
-                pos("fabric_rate_mbps", *fabric_rate_mbps)?;
-                nonneg("link_delay_us", *link_delay_us)
+            TopologySpec::LeafSpine(ls) => {
+                count("racks", ls.racks, 1, 256)?;
+                count("hosts_per_rack", ls.hosts_per_rack, 1, 64)?;
+                count("spines", ls.spines, 1, 64)?;
+                pos("host_rate_mbps", ls.host_rate_mbps)?;
+                pos("fabric_rate_mbps", ls.fabric_rate_mbps)?;
+                nonneg("link_delay_us", ls.link_delay_us)
             }
         }
     }
@@ -373,6 +389,29 @@ load = 0.2
         assert_eq!(s.mix[0].sigma, 2.0);
         let again = Scenario::from_toml(&s.to_toml().unwrap(), "again").unwrap();
         assert_eq!(again, s);
+    }
+
+    #[test]
+    fn leaf_spine_parses_and_refuses_unknown_keys() {
+        let ls = REF.replace(
+            "kind = \"dumbbell\"\nsenders = 3\nrate_mbps = 100\nlink_delay_us = 5",
+            "kind = \"leaf_spine\"\nracks = 4\nhosts_per_rack = 2\nspines = 2\n\
+             host_rate_mbps = 10000\nfabric_rate_mbps = 40000\nlink_delay_us = 2",
+        );
+        let s = Scenario::from_toml(&ls, "ls.toml").unwrap();
+        let TopologySpec::LeafSpine(spec) = &s.topology else {
+            panic!("parsed as {:?}", s.topology)
+        };
+        assert_eq!((spec.racks, spec.hosts_per_rack, spec.spines), (4, 2, 2));
+        assert_eq!(s.topology.hosts(), 8);
+        assert_eq!(s.topology.reference_rate(), BitsPerSec(10_000_000_000));
+        assert!(s.topology.to_string().starts_with("leaf-spine 4×2, 2 spines"));
+        let bad = ls.replace("spines = 2", "spines = 2\nspline = 3");
+        let e = Scenario::from_toml(&bad, "ls.toml").unwrap_err().to_string();
+        assert!(e.contains("spline"), "{e}");
+        let zero = ls.replace("racks = 4", "racks = 0");
+        let e = Scenario::from_toml(&zero, "ls.toml").unwrap_err().to_string();
+        assert!(e.contains("topology.racks"), "{e}");
     }
 
     #[test]

@@ -22,7 +22,9 @@
 //! in ns), rows in non-decreasing start order. Every error names the line.
 
 use crate::flow::parse_csv_flows;
-use crate::{Bytes, ClassConfig, Dscp, Nanos, NetworkConfig, Packets, SpecError, TopologySpec, Workload};
+use crate::{
+    Bytes, ClassConfig, Dscp, LeafSpineSpec, Nanos, NetworkConfig, Packets, SpecError, TopologySpec, Workload,
+};
 use std::fmt::Write as _;
 
 /// The first line of a version-1 trace.
@@ -56,17 +58,11 @@ impl FlowTrace {
                 s,
                 "# topology dumbbell senders={senders} rate_mbps={rate_mbps} link_delay_us={link_delay_us}"
             ),
-            TopologySpec::LeafSpine {
-                racks,
-                hosts_per_rack,
-                spines,
-                host_rate_mbps,
-                fabric_rate_mbps,
-                link_delay_us,
-            } => writeln!(
+            TopologySpec::LeafSpine(ls) => writeln!(
                 s,
-                "# topology leaf_spine racks={racks} hosts_per_rack={hosts_per_rack} spines={spines} \
-                 host_rate_mbps={host_rate_mbps} fabric_rate_mbps={fabric_rate_mbps} link_delay_us={link_delay_us}"
+                "# topology leaf_spine racks={} hosts_per_rack={} spines={} host_rate_mbps={} \
+                 fabric_rate_mbps={} link_delay_us={}",
+                ls.racks, ls.hosts_per_rack, ls.spines, ls.host_rate_mbps, ls.fabric_rate_mbps, ls.link_delay_us
             ),
         };
         let _ = writeln!(s, "# ecmp_salt {}", self.ecmp_salt);
@@ -278,14 +274,14 @@ fn parse_topology(words: &[&str]) -> Result<TopologySpec, String> {
                     "link_delay_us",
                 ],
             )?;
-            Ok(TopologySpec::LeafSpine {
+            Ok(TopologySpec::LeafSpine(LeafSpineSpec {
                 racks: required(&kv, "racks")?,
                 hosts_per_rack: required(&kv, "hosts_per_rack")?,
                 spines: required(&kv, "spines")?,
                 host_rate_mbps: required(&kv, "host_rate_mbps")?,
                 fabric_rate_mbps: required(&kv, "fabric_rate_mbps")?,
                 link_delay_us: required(&kv, "link_delay_us")?,
-            })
+            }))
         }
         other => Err(format!("topology kind {other:?}: use dumbbell or leaf_spine")),
     }
