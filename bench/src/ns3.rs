@@ -38,13 +38,7 @@ pub fn skewed_config() -> NetworkConfig {
         classes: CLASSES
             .iter()
             .zip(knobs)
-            .map(|(&dscp, (weight, k, iw))| ClassConfig {
-                dscp,
-                weight,
-                ecn_threshold: Bytes(k),
-                init_cwnd: Packets(iw),
-                buffer: None,
-            })
+            .map(|(&dscp, (weight, k, iw))| ClassConfig::new(dscp, weight, Bytes(k), Packets(iw)))
             .collect(),
         port_buffer: None,
     }

@@ -29,13 +29,7 @@ fn config(dscps: &[Dscp], w: [f64; 3], k: [u64; 3], c: [u32; 3]) -> NetworkConfi
         classes: dscps
             .iter()
             .enumerate()
-            .map(|(i, &dscp)| ClassConfig {
-                dscp,
-                weight: w[i],
-                ecn_threshold: Bytes(k[i]),
-                init_cwnd: Packets(c[i]),
-                buffer: None,
-            })
+            .map(|(i, &dscp)| ClassConfig::new(dscp, w[i], Bytes(k[i]), Packets(c[i])))
             .collect(),
         port_buffer: None,
     }

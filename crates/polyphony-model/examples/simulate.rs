@@ -89,13 +89,7 @@ fn main() -> Result<()> {
                 .classes
                 .iter()
                 .enumerate()
-                .map(|(i, c)| ClassConfig {
-                    dscp: c.dscp,
-                    weight: w[i],
-                    ecn_threshold: Bytes(k[i]),
-                    init_cwnd: Packets(iw[i]),
-                    buffer: None,
-                })
+                .map(|(i, c)| ClassConfig::new(c.dscp, w[i], Bytes(k[i]), Packets(iw[i])))
                 .collect(),
             port_buffer: None,
         });

@@ -306,12 +306,13 @@ pub fn random_config<R: Rng>(dscps: &[Dscp], space: &KnobSpace, rng: &mut R) -> 
         classes: dscps
             .iter()
             .zip(&e)
-            .map(|(&d, &x)| ClassConfig {
-                dscp: d,
-                weight: floor + free * x / sum,
-                ecn_threshold: Bytes(draw(rng, KnobKind::EcnThreshold, d, 30e3).round() as u64),
-                init_cwnd: Packets(draw(rng, KnobKind::InitCwnd, d, 10.0).round() as u32),
-                buffer: None,
+            .map(|(&d, &x)| {
+                ClassConfig::new(
+                    d,
+                    floor + free * x / sum,
+                    Bytes(draw(rng, KnobKind::EcnThreshold, d, 30e3).round() as u64),
+                    Packets(draw(rng, KnobKind::InitCwnd, d, 10.0).round() as u32),
+                )
             })
             .collect(),
         port_buffer: None,

@@ -20,13 +20,7 @@ fn cfg(classes: &[(Dscp, f64)], k: u64, iw: u32) -> NetworkConfig {
     NetworkConfig {
         classes: classes
             .iter()
-            .map(|&(dscp, weight)| ClassConfig {
-                dscp,
-                weight,
-                ecn_threshold: Bytes(k),
-                init_cwnd: Packets(iw),
-                buffer: None,
-            })
+            .map(|&(dscp, weight)| ClassConfig::new(dscp, weight, Bytes(k), Packets(iw)))
             .collect(),
         port_buffer: None,
     }

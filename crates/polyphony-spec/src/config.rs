@@ -22,6 +22,19 @@ pub struct ClassConfig {
     pub buffer: Option<Bytes>,
 }
 
+impl ClassConfig {
+    /// The knobs of class `dscp` without a buffer limit of its own.
+    pub fn new(dscp: Dscp, weight: f64, ecn_threshold: Bytes, init_cwnd: Packets) -> ClassConfig {
+        ClassConfig {
+            dscp,
+            weight,
+            ecn_threshold,
+            init_cwnd,
+            buffer: None,
+        }
+    }
+}
+
 /// A whole network configuration: per-class knobs plus per-port settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,13 +126,7 @@ impl NetworkConfig {
         NetworkConfig {
             classes: dscps
                 .iter()
-                .map(|&dscp| ClassConfig {
-                    dscp,
-                    weight: w,
-                    ecn_threshold,
-                    init_cwnd,
-                    buffer: None,
-                })
+                .map(|&dscp| ClassConfig::new(dscp, w, ecn_threshold, init_cwnd))
                 .collect(),
             port_buffer: None,
         }

@@ -27,13 +27,7 @@ pub fn topo() -> Arc<Topology> {
 
 /// A two-class (AF11, AF21) configuration: weights, ECN thresholds (bytes), initial windows.
 pub fn cfg(w: (f64, f64), k: (u64, u64), iw: (u32, u32)) -> NetworkConfig {
-    let c = |dscp, weight, k, iw| ClassConfig {
-        dscp,
-        weight,
-        ecn_threshold: Bytes(k),
-        init_cwnd: Packets(iw),
-        buffer: None,
-    };
+    let c = |dscp, weight, k, iw| ClassConfig::new(dscp, weight, Bytes(k), Packets(iw));
     NetworkConfig {
         classes: vec![c(Dscp::AF11, w.0, k.0, iw.0), c(Dscp::AF21, w.1, k.1, iw.1)],
         port_buffer: None,
