@@ -35,6 +35,21 @@ pub struct Flow {
     pub weight: f64,
 }
 
+impl Flow {
+    /// A flow of weight 1 (a record that was not downsampled).
+    pub fn new(id: FlowId, src: HostId, dst: HostId, dscp: Dscp, size: Bytes, start: Nanos) -> Flow {
+        Flow {
+            id,
+            src,
+            dst,
+            dscp,
+            size,
+            start,
+            weight: 1.0,
+        }
+    }
+}
+
 fn one() -> f64 {
     1.0
 }

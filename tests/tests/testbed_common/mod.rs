@@ -68,15 +68,14 @@ pub fn run(tb: &testbed::Testbed, wl: &Workload, secs: f64) -> RunResult {
 
 /// A flow.
 pub fn flow(id: u64, src: u32, dscp: Dscp, size: u64, start_s: f64) -> Flow {
-    Flow {
-        id: FlowId(id),
-        src: HostId(src),
-        dst: HostId(3),
+    Flow::new(
+        FlowId(id),
+        HostId(src),
+        HostId(3),
         dscp,
-        size: Bytes(size),
-        start: Nanos::from_secs_f64(start_s),
-        weight: 1.0,
-    }
+        Bytes(size),
+        Nanos::from_secs_f64(start_s),
+    )
 }
 
 /// p99 slowdown of the finished flows of class `d` no larger than `max_size` bytes.

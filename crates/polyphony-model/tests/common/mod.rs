@@ -9,15 +9,7 @@ use std::sync::Arc;
 
 /// A flow from `src` to the dumbbell's receiver (host 3).
 pub fn flow(id: u64, src: u32, dscp: Dscp, size: u64, start: u64) -> Flow {
-    Flow {
-        id: FlowId(id),
-        src: HostId(src),
-        dst: HostId(3),
-        dscp,
-        size: Bytes(size),
-        start: Nanos(start),
-        weight: 1.0,
-    }
+    Flow::new(FlowId(id), HostId(src), HostId(3), dscp, Bytes(size), Nanos(start))
 }
 
 /// The testbed's dumbbell: three senders, 100 Mbit/s, 2.5 µs per link.
