@@ -78,7 +78,7 @@ fn daemon_and_bench_drivers_decide_identically_on_one_observation_sequence() {
         knobs: c.knob_space(),
         start: c.initial_config(),
         reference: None,
-        params: c.controller.clone(),
+        params: c.controller_params(),
         iterations: (INTERVALS - 2) as usize,
         warmup: c.warmup_intervals,
         guard: Some(c.guard.max_objective),

@@ -53,7 +53,7 @@ pub use evaluation::{convergence_iteration, evaluate_run, hindsight_regret, min_
 pub use gp::{Hyper, Kernel, MeanKind, SurrogateStatus};
 pub use model::{ModelError, NoModel, PerformanceModel};
 pub use objective::Objective;
-pub use params::{ControllerParams, LocalSolver};
+pub use params::{ControllerParams, LocalSolver, OperatorParams};
 pub use residual::ResidualSpace;
 pub use samples::Admission;
 pub use space::Space;

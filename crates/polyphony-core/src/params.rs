@@ -184,6 +184,99 @@ impl Default for ControllerParams {
     }
 }
 
+/// The hyperparameters an operator sets (the daemon's `[controller]` table): the objective's
+/// shape, the trust region, the windows, regime detection, and the compute budget of one
+/// decision. The rest of [`ControllerParams`] — the method's variant switches that studies
+/// compare (residual space, per-class calibration, the GP's mean and nugget sets, the local
+/// solver, the denoiser's internals, the Aitchison weight, the trust-region restart) — keep the
+/// defaults chosen by measurement and are set only by the evaluation harness.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OperatorParams {
+    /// See [`ControllerParams::seed`].
+    pub seed: u64,
+    /// See [`ControllerParams::lse_sharpness`].
+    pub lse_sharpness: f64,
+    /// See [`ControllerParams::fairness_weight`].
+    pub fairness_weight: f64,
+    /// See [`ControllerParams::trust_radius_init`].
+    pub trust_radius_init: f64,
+    /// See [`ControllerParams::trust_radius_min`].
+    pub trust_radius_min: f64,
+    /// See [`ControllerParams::trust_radius_max`].
+    pub trust_radius_max: f64,
+    /// See [`ControllerParams::best_window`].
+    pub best_window: usize,
+    /// See [`ControllerParams::sample_window`].
+    pub sample_window: usize,
+    /// See [`ControllerParams::regime_factor`].
+    pub regime_factor: f64,
+    /// See [`ControllerParams::regime_patience`].
+    pub regime_patience: u32,
+    /// See [`ControllerParams::gp_min_samples`].
+    pub gp_min_samples: usize,
+    /// See [`ControllerParams::gp_max_eval`].
+    pub gp_max_eval: usize,
+    /// See [`ControllerParams::acq_random_candidates`].
+    pub acq_random_candidates: usize,
+    /// See [`ControllerParams::acq_refine_starts`].
+    pub acq_refine_starts: usize,
+    /// See [`ControllerParams::acq_max_iters`].
+    pub acq_max_iters: u64,
+}
+
+impl Default for OperatorParams {
+    fn default() -> Self {
+        ControllerParams::default().operator()
+    }
+}
+
+impl From<OperatorParams> for ControllerParams {
+    fn from(o: OperatorParams) -> ControllerParams {
+        ControllerParams {
+            seed: o.seed,
+            lse_sharpness: o.lse_sharpness,
+            fairness_weight: o.fairness_weight,
+            trust_radius_init: o.trust_radius_init,
+            trust_radius_min: o.trust_radius_min,
+            trust_radius_max: o.trust_radius_max,
+            best_window: o.best_window,
+            sample_window: o.sample_window,
+            regime_factor: o.regime_factor,
+            regime_patience: o.regime_patience,
+            gp_min_samples: o.gp_min_samples,
+            gp_max_eval: o.gp_max_eval,
+            acq_random_candidates: o.acq_random_candidates,
+            acq_refine_starts: o.acq_refine_starts,
+            acq_max_iters: o.acq_max_iters,
+            ..ControllerParams::default()
+        }
+    }
+}
+
+impl ControllerParams {
+    /// The operator-settable part of these parameters.
+    pub fn operator(&self) -> OperatorParams {
+        OperatorParams {
+            seed: self.seed,
+            lse_sharpness: self.lse_sharpness,
+            fairness_weight: self.fairness_weight,
+            trust_radius_init: self.trust_radius_init,
+            trust_radius_min: self.trust_radius_min,
+            trust_radius_max: self.trust_radius_max,
+            best_window: self.best_window,
+            sample_window: self.sample_window,
+            regime_factor: self.regime_factor,
+            regime_patience: self.regime_patience,
+            gp_min_samples: self.gp_min_samples,
+            gp_max_eval: self.gp_max_eval,
+            acq_random_candidates: self.acq_random_candidates,
+            acq_refine_starts: self.acq_refine_starts,
+            acq_max_iters: self.acq_max_iters,
+        }
+    }
+}
+
 fn bad(field: &str, value: impl ToString, why: &str) -> CoreError {
     CoreError::InvalidParam {
         field: field.into(),
@@ -296,6 +389,21 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(ControllerParams::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn operator_params_carry_their_keys_and_leave_the_variant_switches_at_their_defaults() {
+        assert_eq!(
+            ControllerParams::from(OperatorParams::default()),
+            ControllerParams::default()
+        );
+        let o: OperatorParams = serde_json::from_str(r#"{"seed": 7, "regime_factor": 3.0}"#).unwrap();
+        let p = ControllerParams::from(o.clone());
+        assert_eq!((p.seed, p.regime_factor), (7, 3.0));
+        assert_eq!(p.operator(), o);
+        assert_eq!(p.residual, ControllerParams::default().residual);
+        let e = serde_json::from_str::<OperatorParams>(r#"{"residual": "additive"}"#).unwrap_err();
+        assert!(e.to_string().contains("residual"), "{e}");
     }
 
     #[test]

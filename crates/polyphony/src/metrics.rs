@@ -186,7 +186,7 @@ impl Metrics {
         );
         r.register(
             "objective_predicted_sigma",
-            "Standard deviation of the residual's prediction: objective units, or of ln J with controller.residual = log (the default)",
+            "Standard deviation of the residual's prediction: objective units, or of ln J with the log residual (the default)",
             m.objective_predicted_sigma.clone(),
         );
         r.register("knob", "Knob values in force, physical units", m.knob.clone());

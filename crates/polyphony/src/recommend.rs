@@ -108,7 +108,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 &c.classes,
                 &c.knob_space(),
                 c.initial_config(),
-                c.controller.clone(),
+                c.controller_params(),
                 Variant::FULL,
             )
             .map_err(|e| Failure::Usage(format!("{}: {e}", loaded.path.display())))?;

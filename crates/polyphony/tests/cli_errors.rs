@@ -72,6 +72,11 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             vec!["controller.trust_radius_init = -1"],
         ),
         (good.replace("seed = 5", "seed = 5\nbeta = 5"), vec!["beta"]),
+        // The method's variant switches are the evaluation harness's, not the operator's.
+        (
+            good.replace("seed = 5", "seed = 5\nresidual = \"additive\""),
+            vec!["residual"],
+        ),
         (good.replace("mode = \"advise\"", "mode = \"yolo\""), vec!["yolo"]),
         (
             good.replace(

@@ -17,7 +17,7 @@ pub use load::line_of;
 pub use prom::{ResolvedQueries, QUANTILES};
 pub use validate::read_token;
 
-use polyphony_core::ControllerParams;
+use polyphony_core::{ControllerParams, OperatorParams};
 use polyphony_spec::{Dscp, KnobSpace, NetworkConfig, Scenario, TopologySpec, TrafficClass};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -364,10 +364,11 @@ pub struct DaemonConfig {
     /// initcwnd 10.
     #[serde(default)]
     pub initial: Option<NetworkConfig>,
-    /// Controller hyperparameters (the core's `ControllerParams`, including its `seed`);
-    /// omitted keys take the core's documented defaults.
+    /// The operator's controller hyperparameters (the core's `OperatorParams`, including its
+    /// `seed`); omitted keys take the core's documented defaults, and the method's variant
+    /// switches are not settable here (see [`DaemonConfig::controller_params`]).
     #[serde(default)]
-    pub controller: ControllerParams,
+    pub controller: OperatorParams,
     /// The model.
     #[serde(default)]
     pub model: ModelSection,
@@ -408,6 +409,12 @@ impl DaemonConfig {
     /// The class DSCPs in declaration order.
     pub fn dscps(&self) -> Vec<Dscp> {
         self.classes.iter().map(|c| c.dscp).collect()
+    }
+
+    /// The controller's full parameters: the operator's `[controller]` table over the core's
+    /// defaults.
+    pub fn controller_params(&self) -> ControllerParams {
+        self.controller.clone().into()
     }
 
     /// The knob space in use (the configured one or the per-class default).

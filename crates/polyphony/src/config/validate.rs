@@ -43,7 +43,7 @@ impl DaemonConfig {
         polyphony_spec::validate_classes(&self.classes, "classes").map_err(|e| spec("", e))?;
         let space = self.knob_space();
         space.validate_for(&self.dscps()).map_err(|e| spec("knobs", e))?;
-        self.controller.validate().map_err(|e| match e {
+        self.controller_params().validate().map_err(|e| match e {
             CoreError::InvalidParam { field, value, why } => ConfigError::Invalid {
                 path: path.into(),
                 key: format!("controller.{field}"),
@@ -52,7 +52,7 @@ impl DaemonConfig {
             },
             other => bad("controller", &"(table)", &other.to_string()),
         })?;
-        polyphony_core::Space::new(&space, self.controller.aitchison_alpha)
+        polyphony_core::Space::new(&space, self.controller_params().aitchison_alpha)
             .map_err(|e| bad("knobs", &"(table)", &e.to_string()))?;
         let init = self.initial_config();
         init.validate().map_err(|e| spec("initial", e))?;

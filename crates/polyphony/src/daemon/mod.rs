@@ -571,13 +571,13 @@ pub fn fresh_step(c: &DaemonConfig) -> Result<ControlStep<Controller>> {
         &c.classes,
         &c.knob_space(),
         initial.clone(),
-        c.controller.clone(),
+        c.controller_params(),
         Variant::FULL,
     )
     .map_err(|e| anyhow!("controller: {e}"))?;
     let plan = warmup_design(
         &c.knob_space(),
-        c.controller.aitchison_alpha,
+        c.controller_params().aitchison_alpha,
         &initial,
         c.controller.trust_radius_init,
         c.warmup_intervals,
