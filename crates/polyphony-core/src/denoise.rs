@@ -118,21 +118,7 @@ impl Denoiser {
     }
 }
 
-/// The median of `v` (sorted in place; the mean of the middle two for an even length; `None`
-/// when empty). The workspace's one median: the denoiser, the calibration, the warm-up's pooled
-/// entry and the evaluation's summaries all use it.
-pub fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    })
-}
+pub use polyphony_spec::median;
 
 #[cfg(test)]
 mod tests {

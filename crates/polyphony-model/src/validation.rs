@@ -361,19 +361,10 @@ pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
     cov / (va * vb).sqrt()
 }
 
-/// The median of `v` (NaN for an empty slice; NaNs are left out).
+/// The median of `v` (NaN for an empty slice; NaNs are left out): [`polyphony_spec::median`].
 pub fn median(v: &[f64]) -> f64 {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
-    if s.is_empty() {
-        return f64::NAN;
-    }
-    s.sort_by(f64::total_cmp);
-    let k = s.len();
-    if k % 2 == 1 {
-        s[k / 2]
-    } else {
-        (s[k / 2 - 1] + s[k / 2]) / 2.0
-    }
+    polyphony_spec::median(&mut s).unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -31,6 +31,6 @@ pub use flow::{Flow, FlowId, HostId, Workload};
 pub use knobs::{KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
 pub use predict::{ModelError, PerformanceModel};
 pub use scenario::{ClassMix, LeafSpineSpec, LoadPhase, Scenario, TopologySpec};
-pub use sli::{percentile, ClassSli, FlowOutcome, IdealFct, SliVector};
+pub use sli::{median, percentile, ClassSli, FlowOutcome, IdealFct, SliVector};
 pub use trace::{FlowTrace, TRACE_MAGIC};
 pub use units::{BitsPerSec, Bytes, Nanos, Packets};

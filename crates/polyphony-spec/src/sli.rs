@@ -101,6 +101,22 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
 }
 
+/// The median of `v` (sorted in place; the mean of the middle two for an even length; `None`
+/// when empty). The workspace's one median: the controller's denoiser, calibration and warm-up,
+/// the model's validation and the evaluation's summaries all use it.
+pub fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    })
+}
+
 /// Slowdown statistics of one class over one interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ClassSli {
@@ -189,6 +205,13 @@ impl SliVector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {
