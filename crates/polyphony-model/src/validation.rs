@@ -22,8 +22,8 @@ use crate::cdf::SizeCdf;
 use crate::error::ModelError;
 use crate::topology::mix64;
 use polyphony_spec::{
-    Bytes, ClassConfig, ClassMix, Dscp, KnobKind, KnobSpace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scale,
-    Scenario, SliVector, Slo, TopologySpec, TrafficClass,
+    objective, Bytes, ClassConfig, ClassMix, Dscp, KnobKind, KnobSpace, LeafSpineSpec, Nanos, NetworkConfig, Packets,
+    Scale, Scenario, SliVector, Slo, TopologySpec, TrafficClass,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -326,10 +326,8 @@ pub fn objective(sli: &SliVector, classes: &[TrafficClass]) -> f64 {
         .iter()
         .map(|c| sli.get(c.dscp).map_or(f64::INFINITY, |s| s.p99) / c.slo.max_slowdown)
         .collect();
-    let m = r.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let lse = m + (r.iter().map(|x| (LSE_C * (x - m)).exp()).sum::<f64>()).ln() / LSE_C;
-    let mean = r.iter().sum::<f64>() / r.len() as f64;
-    lse + LAMBDA * r.iter().map(|x| (x - mean).abs()).sum::<f64>() / r.len() as f64
+    let ones = vec![1.0; r.len()];
+    objective::lse(&r, LSE_C) + LAMBDA * objective::fairness(&r, &ones)
 }
 
 fn ranks(v: &[f64]) -> Vec<f64> {

@@ -18,6 +18,7 @@ mod config;
 mod error;
 mod flow;
 mod knobs;
+pub mod objective;
 mod predict;
 mod scenario;
 mod sli;
