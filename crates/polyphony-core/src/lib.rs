@@ -38,6 +38,7 @@ pub mod model;
 pub mod objective;
 pub mod params;
 pub mod residual;
+pub mod rollout;
 pub mod samples;
 pub mod space;
 pub mod step;
@@ -55,6 +56,7 @@ pub use model::{ModelError, NoModel, PerformanceModel};
 pub use objective::Objective;
 pub use params::{ControllerParams, LocalSolver, OperatorParams};
 pub use residual::ResidualSpace;
+pub use rollout::{Rollout, RolloutAction, Stage};
 pub use samples::Admission;
 pub use space::Space;
 pub use step::{

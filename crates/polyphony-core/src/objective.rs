@@ -49,7 +49,7 @@ pub struct Objective {
 
 impl ClassTarget {
     /// r = y / v at this class's percentile; an error names the class and what is wrong.
-    fn ratio(&self, slis: &SliVector) -> Result<f64, CoreError> {
+    pub fn ratio(&self, slis: &SliVector) -> Result<f64, CoreError> {
         let s = slis.get(self.dscp).ok_or_else(|| CoreError::InvalidSli {
             class: self.name.clone(),
             why: MISSING.into(),

@@ -469,7 +469,7 @@ impl<T: Tuner> ControlStep<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::tuner::FixedConfig;
     use crate::{Controller, ControllerParams, NoModel, Variant};
@@ -486,7 +486,8 @@ mod tests {
         NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21], Bytes(k), Packets(10))
     }
 
-    fn slis(p99: &[(Dscp, f64)]) -> SliVector {
+    /// The SLIs of the classes given with their p99 (and p99.9) slowdown.
+    pub(crate) fn slis(p99: &[(Dscp, f64)]) -> SliVector {
         SliVector {
             classes: p99
                 .iter()

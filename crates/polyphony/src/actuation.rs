@@ -57,6 +57,57 @@ pub fn apply(actuators: &mut Composite, target: &NetworkConfig) -> Result<Applie
     Ok(Applied { plan })
 }
 
+/// Like [`apply`], touching only the member actuators `only` names (a stage of a staged
+/// apply, or every device the daemon does not stand aside from).
+pub fn apply_only(actuators: &mut Composite, target: &NetworkConfig, only: &[String]) -> Result<Applied> {
+    let mut plan = actuators.plan_live(target).map_err(|e| anyhow!("planning: {e}"))?;
+    plan.steps.retain(|s| only.contains(&s.actuator));
+    if plan.is_empty() {
+        return Ok(Applied { plan });
+    }
+    actuators.apply(&plan).map_err(|e| anyhow!("{e}"))?;
+    Ok(Applied { plan })
+}
+
+/// One device's settings that differ from what it should hold: (setting, expected, found).
+pub type Drift = Vec<(String, String, String)>;
+
+/// For each member not in `skip`, the settings that differ from `expected(member name)`, read
+/// live (read only). Members whose settings all match are left out.
+pub fn drift<'a>(
+    actuators: &Composite,
+    expected: impl Fn(&str) -> &'a NetworkConfig,
+    skip: &[String],
+) -> Result<Vec<(String, Drift)>> {
+    let mut out = Vec::new();
+    for m in actuators.members() {
+        if skip.iter().any(|s| s == m.name()) {
+            continue;
+        }
+        let plan = m
+            .plan_live(expected(m.name()))
+            .map_err(|e| anyhow!("reading back {}: {e}", m.name()))?;
+        if !plan.is_empty() {
+            let knobs = plan.steps.into_iter().map(|s| (s.item, s.to, s.from)).collect();
+            out.push((m.name().to_string(), knobs));
+        }
+    }
+    Ok(out)
+}
+
+/// What the members `only` hold, written over `base` (read only).
+pub fn read_back_over(actuators: &Composite, base: &NetworkConfig, only: &[String]) -> Result<NetworkConfig> {
+    let mut part = polyphony_actuator::PartialConfig::default();
+    for m in actuators
+        .members()
+        .iter()
+        .filter(|m| only.iter().any(|o| o == m.name()))
+    {
+        part.merge(&m.read_back().map_err(|e| anyhow!("reading back {}: {e}", m.name()))?);
+    }
+    Ok(part.overlay(base))
+}
+
 /// The dry run: the commands that would take the network from `current` to `target`, without
 /// reading or touching anything.
 pub fn dry_run(actuators: &Composite, current: &NetworkConfig, target: &NetworkConfig) -> Result<Plan> {

@@ -11,6 +11,7 @@
 //! | POST | `/v1/reload` | yes | re-read the config file (as SIGHUP) |
 //! | POST | `/v1/mode` | yes | body `{"mode": "advise"}` or `{"mode": "apply"}` |
 //! | POST | `/v1/rollback` | yes | return to the last known good configuration now |
+//! | POST | `/v1/resume` | yes | body `{"device": "tc"}` (or `{}`: every device): actuate a device stood aside from again, taking what it holds as the new baseline; also ends a hold after a failed stage |
 //!
 //! State-changing endpoints need `Authorization: Bearer <token>` (the token from
 //! `[http] token_file`); without a configured token they answer 403. The API listens on
@@ -19,7 +20,7 @@
 
 use crate::config::Mode;
 use crate::metrics::Metrics;
-use crate::state::{IterationRecord, Skip};
+use crate::state::{IterationRecord, Skip, StoodAside};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -53,6 +54,12 @@ pub struct Snapshot {
     pub skipped_intervals: u64,
     /// The last skipped interval.
     pub last_skip: Option<Skip>,
+    /// Devices changed by hand that the daemon does not actuate.
+    pub stood_aside: Vec<StoodAside>,
+    /// Why the daemon holds (a failed stage), if it does.
+    pub held: Option<String>,
+    /// The staged apply in progress, if any.
+    pub rollout: Option<serde_json::Value>,
     /// The last workload window given to the model, with what was left out of it.
     #[serde(skip)]
     pub window: Option<Arc<WindowReport>>,
@@ -82,6 +89,8 @@ pub enum ApiCommand {
     SetMode(Mode),
     /// Return to the last known good configuration.
     Rollback,
+    /// Resume actuating a device (all when `None`) and end a hold.
+    Resume(Option<String>),
 }
 
 /// Shared between the API and the loop.
@@ -108,6 +117,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/v1/reload", post(reload))
         .route("/v1/mode", post(set_mode))
         .route("/v1/rollback", post(rollback))
+        .route("/v1/resume", post(resume))
         .with_state(state)
 }
 
@@ -141,6 +151,9 @@ async fn status(State(s): State<Arc<ApiState>>) -> Json<serde_json::Value> {
         "config_path": snap.config_path,
         "skipped_intervals": snap.skipped_intervals,
         "last_skip": snap.last_skip,
+        "stood_aside": snap.stood_aside,
+        "held": snap.held,
+        "rollout": snap.rollout,
     }))
 }
 
@@ -251,13 +264,9 @@ async fn set_mode(State(s): State<Arc<ApiState>>, headers: HeaderMap, body: Stri
     if let Err(r) = authorised(&s, &headers) {
         return *r;
     }
-    match serde_json::from_str::<ModeBody>(&body) {
-        Ok(b) => send(&s, ApiCommand::SetMode(b.mode)).await,
-        Err(e) => (
-            StatusCode::BAD_REQUEST,
-            format!("body must be {{\"mode\": \"advise\"|\"apply\"}}: {e}\n"),
-        )
-            .into_response(),
+    match parse_mode(&body) {
+        Ok(m) => send(&s, ApiCommand::SetMode(m)).await,
+        Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
     }
 }
 
@@ -266,6 +275,40 @@ async fn rollback(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Respons
         return *r;
     }
     send(&s, ApiCommand::Rollback).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResumeBody {
+    #[serde(default)]
+    device: Option<String>,
+}
+
+/// The body of `POST /v1/resume`: `{"device": NAME}`, `{}` or nothing (every device).
+pub fn parse_resume(body: &str) -> Result<Option<String>, String> {
+    if body.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str::<ResumeBody>(body)
+        .map(|b| b.device)
+        .map_err(|e| format!("body must be {{\"device\": NAME}} or {{}}: {e}"))
+}
+
+/// The body of `POST /v1/mode`.
+pub fn parse_mode(body: &str) -> Result<Mode, String> {
+    serde_json::from_str::<ModeBody>(body)
+        .map(|b| b.mode)
+        .map_err(|e| format!("body must be {{\"mode\": \"advise\"|\"apply\"}}: {e}"))
+}
+
+async fn resume(State(s): State<Arc<ApiState>>, headers: HeaderMap, body: String) -> Response {
+    if let Err(r) = authorised(&s, &headers) {
+        return *r;
+    }
+    match parse_resume(&body) {
+        Ok(d) => send(&s, ApiCommand::Resume(d)).await,
+        Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //! | `workload_flows` | class, dscp | flows in the workload window |
 //! | `workload_offered_mbps` | class, dscp | offered load of the window |
 //! | `mode_apply` | | 1 in apply mode, 0 in advise mode |
+//! | `stood_aside` | device, knob | 1 for each setting found changed by hand on a device the daemon stands aside from |
 //! | `skipped_intervals_total` | reason | intervals with nothing to measure or model (`empty_window`, `class_without_flows`, `missing_sli`) |
 //! | `workfeed_window_left_out` | reason | captured flows left out of the last Workfeed window (`unmapped_host`, `unknown_class`, `same_host`, `unclassified`) |
 //! | `workfeed_aggregator_*` | | the embedded Workfeed aggregator's counters (docs/workfeed.md), when `[workload] source = "workfeed"` |
@@ -57,6 +58,15 @@ pub struct KnobLabels {
     pub class: String,
     /// `weight`, `ecn_threshold_bytes`, `init_cwnd_packets`, `buffer_bytes`.
     pub kind: String,
+}
+
+/// Labels of a setting the daemon stands aside from.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StoodAsideLabels {
+    /// The actuator.
+    pub device: String,
+    /// The setting, as the actuator names it.
+    pub knob: String,
 }
 
 /// Labels of a reason-counted series.
@@ -113,6 +123,8 @@ pub struct Metrics {
     pub skipped_intervals: Family<ReasonLabels, Counter>,
     /// Flows left out of the last Workfeed window, by reason.
     pub workfeed_left_out: Family<ReasonLabels, FGauge>,
+    /// Settings changed by hand that the daemon stands aside from (1 each).
+    pub stood_aside: Family<StoodAsideLabels, FGauge>,
 }
 
 impl Default for Metrics {
@@ -147,6 +159,7 @@ impl Metrics {
             mode_apply: FGauge::default(),
             skipped_intervals: Family::default(),
             workfeed_left_out: Family::default(),
+            stood_aside: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -224,6 +237,11 @@ impl Metrics {
             "skipped_intervals",
             "Intervals with nothing to measure or model, by reason",
             m.skipped_intervals.clone(),
+        );
+        r.register(
+            "stood_aside",
+            "1 for each setting found changed by hand on a device the daemon no longer actuates",
+            m.stood_aside.clone(),
         );
         m
     }

@@ -5,7 +5,11 @@
 //! known good configuration and the recent iteration history. It is replaced atomically: the new
 //! content goes to a temporary file in the same directory, which is fsynced, renamed over the old
 //! file, and then the directory is fsynced. A `kill -9` at any moment leaves either the old or the
-//! new file, never a torn one. This module touches only the state directory.
+//! new file, never a torn one. Before the rename, the state being replaced is kept as
+//! `state.json.prev` (a hard link, itself renamed into place), so a file damaged later (a disk
+//! error, a hand edit) still has its previous good copy next to it. A state file that does not
+//! parse is an error naming it and that copy; nothing is written over either. This module
+//! touches only the state directory.
 
 use polyphony_spec::NetworkConfig;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -16,6 +20,8 @@ use thiserror::Error;
 
 /// The state file's name inside the state directory.
 pub const STATE_FILE: &str = "state.json";
+/// The previous good copy of the state file, kept next to it.
+pub const PREV_FILE: &str = "state.json.prev";
 /// How many iteration records the state keeps (older ones are dropped).
 pub const HISTORY_LIMIT: usize = 2_000;
 /// The format version written; a different version is refused on load.
@@ -167,6 +173,39 @@ pub struct PersistedState {
     /// warm-up has none and resumes without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<polyphony_core::WarmUp>,
+    /// The configuration read back from the devices when the daemon first started in apply mode
+    /// with this state (what `on_exit = "revert"` restores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_at_start: Option<NetworkConfig>,
+    /// Devices the daemon stands aside from (changed by hand), with what was found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stood_aside: Vec<StoodAside>,
+    /// Why the daemon holds (a stage of a staged apply failed), until an operator resumes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
+}
+
+/// A device whose settings someone changed by hand: the daemon stops actuating it until an
+/// operator resumes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoodAside {
+    /// The actuator's name.
+    pub device: String,
+    /// The settings found different from what the daemon last applied (`item: applied -> found`).
+    pub knobs: Vec<StoodAsideKnob>,
+    /// Unix time in seconds when it was found.
+    pub unix_time: f64,
+}
+
+/// One setting found changed by hand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoodAsideKnob {
+    /// The setting, as the actuator names it (e.g. `htb class 1:10 on pp-sw/rx`).
+    pub knob: String,
+    /// What the daemon last applied.
+    pub applied: String,
+    /// What was found in force.
+    pub found: String,
 }
 
 /// A skipped interval.
@@ -225,35 +264,69 @@ impl StateDir {
         self.dir.join(STATE_FILE)
     }
 
-    /// Loads the state, `None` when there is none yet.
+    /// The previous good copy's path.
+    pub fn prev_file(&self) -> PathBuf {
+        self.dir.join(PREV_FILE)
+    }
+
+    /// Loads the state, `None` when there is none yet. A file that is not a state this build
+    /// reads is [`StateError::Corrupt`], naming it and, when there is one that reads, its
+    /// previous good copy.
     pub fn load(&self) -> Result<Option<PersistedState>, StateError> {
         let path = self.file();
-        let text = match fs::read_to_string(&path) {
+        let bytes = match fs::read(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(&path, "read")(e)),
         };
-        let s: PersistedState = serde_json::from_str(&text).map_err(|e| StateError::Corrupt {
-            path: path.display().to_string(),
-            why: e.to_string(),
-        })?;
-        if s.version != FORMAT_VERSION {
-            return Err(StateError::Corrupt {
+        parse_state(&bytes).map(Some).map_err(|why| {
+            let prev = self.prev_file();
+            let hint = match fs::read(&prev).ok().map(|b| parse_state(&b)) {
+                Some(Ok(p)) => format!(
+                    "; its previous good copy {} (iteration {}) reads: `mv {} {}` resumes from it, or move both away to start fresh",
+                    prev.display(),
+                    p.iteration,
+                    prev.display(),
+                    path.display()
+                ),
+                _ => "; move it away to start fresh".into(),
+            };
+            StateError::Corrupt {
                 path: path.display().to_string(),
-                why: format!("format version {} (this build writes {FORMAT_VERSION})", s.version),
-            });
-        }
-        Ok(Some(s))
+                why: format!("{why}{hint}"),
+            }
+        })
     }
 
-    /// Replaces the state atomically (temp file, fsync, rename, fsync of the directory).
+    /// Replaces the state atomically (temp file, fsync, rename, fsync of the directory),
+    /// keeping the state it replaces as [`PREV_FILE`].
     pub fn save(&self, state: &PersistedState) -> Result<(), StateError> {
         let bytes = serde_json::to_vec(state).map_err(|e| StateError::Corrupt {
             path: self.file().display().to_string(),
             why: format!("cannot serialise: {e}"),
         })?;
-        write_atomically(&self.file(), &bytes)
+        let file = self.file();
+        if file.exists() {
+            let prev = self.prev_file();
+            let link = self.dir.join(format!(".{PREV_FILE}.tmp.{}", std::process::id()));
+            let _ = fs::remove_file(&link);
+            fs::hard_link(&file, &link).map_err(io(&link, "link the previous state"))?;
+            fs::rename(&link, &prev).map_err(io(&prev, "rename into place"))?;
+        }
+        write_atomically(&file, &bytes)
     }
+}
+
+/// A state file's content, or why it is not one this build reads (never panics).
+pub fn parse_state(bytes: &[u8]) -> Result<PersistedState, String> {
+    let s: PersistedState = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if s.version != FORMAT_VERSION {
+        return Err(format!(
+            "format version {} (this build writes {FORMAT_VERSION})",
+            s.version
+        ));
+    }
+    Ok(s)
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old or the new content.
@@ -296,6 +369,9 @@ mod tests {
             skipped_intervals: 0,
             last_skip: None,
             warmup: None,
+            found_at_start: None,
+            stood_aside: Vec::new(),
+            held: None,
         }
     }
 
@@ -317,18 +393,45 @@ mod tests {
     }
 
     #[test]
-    fn save_then_load_round_trips_and_leaves_no_temporary_file() {
+    fn save_then_load_round_trips_keeps_the_previous_copy_and_no_temporary_file() {
         let d = tempfile::tempdir().unwrap();
         let s = StateDir::open(d.path()).unwrap();
         assert_eq!(s.load().unwrap(), None);
         s.save(&state(3)).unwrap();
         s.save(&state(4)).unwrap();
         assert_eq!(s.load().unwrap(), Some(state(4)));
-        let names: Vec<_> = fs::read_dir(d.path())
+        assert_eq!(parse_state(&fs::read(s.prev_file()).unwrap()), Ok(state(3)));
+        let mut names: Vec<_> = fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from(STATE_FILE)]);
+        names.sort();
+        assert_eq!(
+            names,
+            vec![
+                std::ffi::OsString::from(STATE_FILE),
+                std::ffi::OsString::from(PREV_FILE)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_truncated_state_file_names_itself_and_its_previous_good_copy() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::open(d.path()).unwrap();
+        s.save(&state(3)).unwrap();
+        s.save(&state(4)).unwrap();
+        let full = fs::read(s.file()).unwrap();
+        for cut in [0, 1, full.len() / 2, full.len() - 1] {
+            fs::write(s.file(), &full[..cut]).unwrap();
+            let e = s.load().unwrap_err().to_string();
+            assert!(
+                e.contains(STATE_FILE) && e.contains(PREV_FILE) && e.contains("iteration 3"),
+                "{e}"
+            );
+            // Loading wrote nothing: the previous good copy is intact.
+            assert_eq!(parse_state(&fs::read(s.prev_file()).unwrap()), Ok(state(3)));
+        }
     }
 
     #[test]

@@ -114,6 +114,17 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             good.replace("max_objective = 1000000.0", "max_objective = 0.0"),
             vec!["guard.max_objective = 0"],
         ),
+        (
+            good.replace("mode = \"advise\"", "mode = \"advise\"\non_exit = \"rollback\""),
+            vec!["on_exit = \"rollback\"", "\"keep\"", "\"revert\""],
+        ),
+        (
+            good.replace(
+                "mode = \"advise\"",
+                "mode = \"advise\"\nstages = [{ actuators = [\"leaf1\"] }]",
+            ),
+            vec!["stages[0].actuators = \"leaf1\"", "no configured actuator"],
+        ),
     ];
     let cases = cases.into_iter().chain(sli_and_workfeed_cases(&good, dir.path()));
     for (i, (text, needles)) in cases.enumerate() {

@@ -99,3 +99,40 @@ fn kill_9_then_restart_loses_no_admitted_sample() {
         last_iteration = it + 1;
     }
 }
+
+/// A truncated state file (a disk error, a hand edit) is an error naming it and its previous
+/// good copy, with exit code 2 — the code the systemd unit does not restart on, so no crash
+/// loop — and neither file is written over.
+#[test]
+fn a_truncated_state_file_stops_the_start_naming_it_and_keeping_the_previous_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("state");
+    let cfg = dir.path().join("daemon.toml");
+    std::fs::write(&cfg, simulated_config(&state_dir, "advise", 0.05, "")).unwrap();
+    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "2"]);
+    assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
+    let file = state_dir.join("state.json");
+    let prev = state_dir.join("state.json.prev");
+    let good = std::fs::read(&file).unwrap();
+    let prev_bytes = std::fs::read(&prev).expect("a previous copy is kept");
+    let prev_state: Value = serde_json::from_slice(&prev_bytes).unwrap();
+    std::fs::write(&file, &good[..good.len() / 2]).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["daemon", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&file.display().to_string()) && err.contains(&prev.display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains(&format!("iteration {}", prev_state["iteration"])), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), &good[..good.len() / 2]);
+    assert_eq!(std::fs::read(&prev).unwrap(), prev_bytes);
+    // Following the message resumes.
+    std::fs::rename(&prev, &file).unwrap();
+    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "1"]);
+    assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
+}

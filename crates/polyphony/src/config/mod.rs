@@ -318,6 +318,19 @@ impl ActuatorsSection {
     pub fn is_empty(&self) -> bool {
         self.tc.is_none() && self.iproute.is_none() && self.switch.is_none()
     }
+
+    /// The configured actuators' names, in the order they are applied (switch, tc, iproute).
+    pub fn names(&self) -> Vec<String> {
+        let switch = self.switch.as_ref().map(|s| match s {
+            SwitchSection::LinuxTc(t) => t.tc.name.clone(),
+            SwitchSection::DellOs9(v) | SwitchSection::Sonic(v) => v.name.clone(),
+        });
+        switch
+            .into_iter()
+            .chain(self.tc.as_ref().map(|t| t.name.clone()))
+            .chain(self.iproute.as_ref().map(|i| i.name.clone()))
+            .collect()
+    }
 }
 
 /// `[guard]`: when the daemon gives up on the configuration it tried.
@@ -340,6 +353,57 @@ impl Default for GuardSection {
             max_objective: default_max_objective(),
         }
     }
+}
+
+/// `on_exit`: what the daemon leaves on the network when it stops on SIGTERM/SIGINT.
+///
+/// `keep` (the default) leaves the configuration in force: rolling settings back on every stop
+/// or restart would swing the network between two configurations, and a stop is not evidence
+/// that the configuration in force is bad (the guard judges that). `revert` restores the
+/// configuration found on the devices when the daemon first started with this state directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExit {
+    /// Leave the configuration in force.
+    #[default]
+    Keep,
+    /// Restore the configuration found at start.
+    Revert,
+}
+
+impl OnExit {
+    /// `"keep"` or `"revert"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnExit::Keep => "keep",
+            OnExit::Revert => "revert",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OnExit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<OnExit, D::Error> {
+        let v = String::deserialize(d)?;
+        match v.as_str() {
+            "keep" => Ok(OnExit::Keep),
+            "revert" => Ok(OnExit::Revert),
+            other => Err(serde::de::Error::custom(format!(
+                "on_exit = {other:?}: use \"keep\" (leave the configuration in force, the default) or \"revert\" (restore the configuration found at start)"
+            ))),
+        }
+    }
+}
+
+/// One stage of a staged apply (`[[stages]]`): actuators applied together, then judged by the
+/// guard on the classes they affect after one interval before the next stage starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSection {
+    /// Names of the actuators of this stage (`tc`, `iproute`, `switch`, or their `name`).
+    pub actuators: Vec<String>,
+    /// Names of the classes whose SLIs judge this stage (empty: every class).
+    #[serde(default)]
+    pub classes: Vec<String>,
 }
 
 /// The whole daemon configuration.
@@ -391,6 +455,12 @@ pub struct DaemonConfig {
     /// trust radius, so the residual GP starts with datapoints (paper §8.5). 0: none.
     #[serde(default)]
     pub warmup_intervals: usize,
+    /// What to leave on the network on SIGTERM/SIGINT.
+    #[serde(default)]
+    pub on_exit: OnExit,
+    /// Ordered stages of a staged apply; empty: one stage of every actuator (all at once).
+    #[serde(default)]
+    pub stages: Vec<StageSection>,
 }
 
 /// A configuration that parsed and validated, with the file it came from and the scenario it

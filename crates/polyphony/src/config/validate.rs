@@ -217,6 +217,7 @@ impl DaemonConfig {
                 "apply mode needs at least one [actuators.*] table (or use mode = \"advise\")",
             ));
         }
+        self.validate_stages(path)?;
         if let Some(t) = &self.http.token_file {
             read_token(t).map_err(|e| {
                 bad(
@@ -231,6 +232,59 @@ impl DaemonConfig {
 }
 
 impl DaemonConfig {
+    /// `[[stages]]`: every configured actuator in exactly one stage, every class named known.
+    fn validate_stages(&self, path: &str) -> Result<(), ConfigError> {
+        if self.stages.is_empty() {
+            return Ok(());
+        }
+        let bad = invalid(path);
+        let names = self.actuators.names();
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, st) in self.stages.iter().enumerate() {
+            if st.actuators.is_empty() {
+                return Err(bad(
+                    &format!("stages[{i}].actuators"),
+                    &"[]",
+                    "name at least one configured actuator per stage",
+                ));
+            }
+            for a in &st.actuators {
+                if !names.contains(a) {
+                    return Err(bad(
+                        &format!("stages[{i}].actuators"),
+                        &format!("{a:?}"),
+                        &format!("no configured actuator has this name; configured: {names:?}"),
+                    ));
+                }
+                if seen.contains(&a.as_str()) {
+                    return Err(bad(
+                        &format!("stages[{i}].actuators"),
+                        &format!("{a:?}"),
+                        "this actuator is already in an earlier stage; put each in one stage",
+                    ));
+                }
+                seen.push(a);
+            }
+            for c in &st.classes {
+                if !self.classes.iter().any(|k| &k.name == c) {
+                    return Err(bad(
+                        &format!("stages[{i}].classes"),
+                        &format!("{c:?}"),
+                        "not a class declared under [[classes]]",
+                    ));
+                }
+            }
+        }
+        if let Some(missing) = names.iter().find(|n| !seen.contains(&n.as_str())) {
+            return Err(bad(
+                "stages",
+                &format!("{missing:?}"),
+                "this configured actuator is in no stage; add it to one",
+            ));
+        }
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn validate_nats(
         &self,

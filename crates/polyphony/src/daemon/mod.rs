@@ -5,7 +5,15 @@
 //! the guard and asks the controller, with flowsim on the window off the async threads),
 //! persist, apply (apply mode) or publish (advise mode), persist again, publish metrics and the
 //! status snapshot. SIGTERM/SIGINT stop after the current
-//! step; SIGHUP (or `POST /v1/reload`) reloads the configuration, refusing an invalid one.
+//! step, leaving the configuration in force or restoring the one found at start (`on_exit`);
+//! SIGHUP (or `POST /v1/reload`) reloads the configuration, refusing an invalid one.
+//!
+//! In apply mode, every interval first reads back what the devices hold: a device whose settings
+//! differ from what the daemon last put there was changed by hand, and the daemon stands aside
+//! from it (no more applies there; logged, `polyphony_stood_aside`, `/v1/status`) until
+//! `POST /v1/resume`. With `[[stages]]`, a new configuration is rolled out stage by stage, each
+//! judged by the guard after one interval (polyphony-core's `Rollout` decides; this module only
+//! applies, reads back and measures).
 //!
 //! Touches: the state directory, the HTTP listen socket, the SLI/workload sources and — in apply
 //! mode — the network through the configured actuators.
@@ -17,18 +25,22 @@ mod supervise;
 
 use crate::actuation;
 use crate::cli::DaemonArgs;
-use crate::config::{read_token, DaemonConfig, LoadedConfig, Mode};
+use crate::config::{read_token, DaemonConfig, LoadedConfig, Mode, OnExit};
 use crate::http::{router, ApiCommand, ApiState, Snapshot, WindowReport};
 use crate::metrics::Metrics;
+use crate::metrics::StoodAsideLabels;
 use crate::network::model_clock;
-use crate::state::{Action, ClassRecord, IterationRecord, PersistedState, Skip, StateDir, FORMAT_VERSION};
+use crate::state::{
+    Action, ClassRecord, IterationRecord, PersistedState, Skip, StateDir, StateError, StoodAside, StoodAsideKnob,
+    FORMAT_VERSION,
+};
 use crate::Failure;
 use anyhow::{anyhow, Context, Result};
 use polyphony_actuator::Composite;
 use polyphony_core::step::warmup_design;
 use polyphony_core::{
-    Action as StepAction, ControlStep, Controller, CoreError, Decision, PerformanceModel, StepInput, StepPolicy,
-    StepState, Variant, WarmUp,
+    Action as StepAction, ControlStep, Controller, CoreError, Decision, PerformanceModel, Rollout, RolloutAction,
+    Stage, StepInput, StepPolicy, StepState, Variant, WarmUp,
 };
 use polyphony_model::{pool, ModelContext, WindowModel};
 use polyphony_spec::{NetworkConfig, SliVector, Workload};
@@ -67,12 +79,58 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
         );
         return Ok(());
     }
+    // The state is read before anything starts. A state file that does not read is an error
+    // naming it and its previous good copy, with exit code 2: systemd's unit does not restart
+    // into the same error (RestartPreventExitStatus=2), and nothing is written over either file.
+    let dir = StateDir::open(&loaded.config.state_dir).map_err(|e| Failure::Runtime(e.into()))?;
+    let saved = dir.load().map_err(|e| match e {
+        StateError::Corrupt { .. } => Failure::Usage(e.to_string()),
+        other => Failure::Runtime(other.into()),
+    })?;
+    if let Some(s) = &saved {
+        Controller::from_json(&s.controller.to_string()).map_err(|e| {
+            Failure::Usage(format!(
+                "{}: not a polyphony state file (controller: {e}); its previous good copy is {}",
+                dir.file().display(),
+                dir.prev_file().display()
+            ))
+        })?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(2)
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(run(loaded, args.max_iterations)).map_err(Failure::Runtime)
+    rt.block_on(run(loaded, dir, saved, args.max_iterations))
+        .map_err(Failure::Runtime)
+}
+
+/// The stages of `c`'s staged apply: each stage's actuator names and its core description
+/// (one stage of every actuator when `[[stages]]` is absent).
+fn stages_of(c: &DaemonConfig) -> (Vec<Vec<String>>, Vec<Stage>) {
+    if c.stages.is_empty() {
+        let names = c.actuators.names();
+        let stage = Stage {
+            name: names.join("+"),
+            classes: Vec::new(),
+        };
+        return (vec![names], vec![stage]);
+    }
+    let names = c.stages.iter().map(|s| s.actuators.clone()).collect();
+    let specs = c
+        .stages
+        .iter()
+        .map(|s| Stage {
+            name: s.actuators.join("+"),
+            classes: c
+                .classes
+                .iter()
+                .filter(|k| s.classes.contains(&k.name))
+                .map(|k| k.dscp)
+                .collect(),
+        })
+        .collect();
+    (names, specs)
 }
 
 /// Everything the loop owns.
@@ -90,12 +148,25 @@ struct Daemon {
     pool: Arc<rayon::ThreadPool>,
     actuators: Option<Composite>,
     window: Option<Arc<WindowReport>>,
+    /// Actuator names per stage (one stage of all of them without `[[stages]]`).
+    stages: Vec<Vec<String>>,
+    /// The stages as the core's rollout sees them.
+    stage_specs: Vec<Stage>,
+    /// A staged apply in progress.
+    rollout: Option<Rollout>,
+    /// Whether this process has put a configuration on the devices since apply mode began:
+    /// before that, the state's configuration in force may be advice, not what the devices hold.
+    actuated: bool,
 }
 
-async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
+async fn run(
+    loaded: LoadedConfig,
+    dir: StateDir,
+    saved: Option<PersistedState>,
+    max_iterations: Option<u64>,
+) -> Result<()> {
     let c = &loaded.config;
-    let dir = StateDir::open(&c.state_dir)?;
-    let (step, state) = match dir.load()? {
+    let (step, state) = match saved {
         Some(s) => {
             let text = serde_json::to_string(&s.controller)?;
             let ctl = Controller::from_json(&text).map_err(|e| anyhow!("{}: {e}", dir.file().display()))?;
@@ -127,6 +198,9 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
                 skipped_intervals: 0,
                 last_skip: None,
                 warmup: Some(step.state().warmup.clone()),
+                found_at_start: None,
+                stood_aside: Vec::new(),
+                held: None,
             };
             dir.save(&s)?;
             info!("fresh start; state in {}", dir.file().display());
@@ -178,7 +252,12 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
             error!("HTTP server stopped: {e}");
         }
     });
+    let (stages, stage_specs) = stages_of(c);
     let mut d = Daemon {
+        stages,
+        stage_specs,
+        rollout: None,
+        actuated: false,
         mode: c.mode,
         pool: pool(c.model.threads),
         loaded,
@@ -194,6 +273,25 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         window: None,
     };
     if d.mode == Mode::Apply && d.actuators.is_some() {
+        if d.state.found_at_start.is_none() {
+            let base = d.state.config_in_force.clone();
+            let all = d.stages.concat();
+            let found = d.read_back_over(base, all).await?;
+            info!("recorded the configuration found on the devices (what on_exit = \"revert\" restores)");
+            d.state.found_at_start = Some(found);
+            d.save()?;
+        }
+        for s in &d.state.stood_aside {
+            for k in &s.knobs {
+                d.metrics
+                    .stood_aside
+                    .get_or_create(&StoodAsideLabels {
+                        device: s.device.clone(),
+                        knob: k.knob.clone(),
+                    })
+                    .set(1.0);
+            }
+        }
         // After a restart the network may not match the state (a crash between apply and
         // persist, or someone else changed it): bring it to the configuration in force — or,
         // on a fresh start with a warm-up, to its first design point (the initial configuration).
@@ -217,8 +315,8 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(wake) => break,
-                _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
-                _ = int.recv() => { info!("SIGINT: stopping"); return Ok(()); }
+                _ = term.recv() => { info!("SIGTERM: stopping"); return d.exit().await; }
+                _ = int.recv() => { info!("SIGINT: stopping"); return d.exit().await; }
                 _ = hup.recv() => d.reload().await,
                 Some(cmd) = rx.recv() => d.command(cmd).await,
             }
@@ -229,7 +327,7 @@ async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
         done += 1;
         if max_iterations.is_some_and(|m| done >= m) {
             info!(iterations = done, "--max-iterations reached: stopping");
-            return Ok(());
+            return d.exit().await;
         }
     }
 }
@@ -243,6 +341,15 @@ impl Daemon {
             self.step.as_ref().map(ControlStep::tuner),
         );
         snap.window = self.window.clone();
+        snap.rollout = self.rollout.as_ref().map(|r| {
+            serde_json::json!({
+                "stage": r.current() + 1,
+                "of": r.stages().len(),
+                "stage_name": r.stages()[r.current()].name,
+                "from": r.from(),
+                "target": r.target(),
+            })
+        });
         self.metrics.gp_samples.set(snap.gp_samples as f64);
         match self.snapshot.write() {
             Ok(mut g) => *g = snap,
@@ -273,6 +380,8 @@ impl Daemon {
                     ("controller", old.controller != n.controller),
                     ("state_dir", old.state_dir != n.state_dir),
                     ("http.listen", old.http.listen != n.http.listen),
+                    ("actuators", old.actuators != n.actuators),
+                    ("stages", old.stages != n.stages),
                 ];
                 if let Some((k, _)) = fixed.iter().find(|(_, changed)| *changed) {
                     error!("reload refused, keeping the running configuration: changing `{k}` needs a restart");
@@ -310,6 +419,9 @@ impl Daemon {
                     *g = token;
                 }
                 self.sources = sources;
+                if self.mode != n.mode {
+                    self.actuated = false;
+                }
                 self.mode = n.mode;
                 publish::mode(&self.metrics, self.mode);
                 info!(
@@ -329,6 +441,7 @@ impl Daemon {
             ApiCommand::SetMode(m) => {
                 info!("mode set to {} through the API", m.as_str());
                 self.mode = m;
+                self.actuated = false;
                 publish::mode(&self.metrics, m);
                 self.publish_state();
             }
@@ -341,26 +454,280 @@ impl Daemon {
                     error!("rollback failed: {e:#}");
                 }
             }
+            ApiCommand::Resume(device) => {
+                if let Err(e) = self.resume(device).await {
+                    error!("resume failed: {e:#}");
+                }
+            }
         }
     }
 
-    /// Runs the actuators towards `target` (blocking work off the async threads).
-    async fn actuate(&mut self, target: &NetworkConfig) -> Result<()> {
+    /// The devices of stage `stage` (every stage when `None`) the daemon actuates: all but
+    /// those it stands aside from.
+    fn actuated_members(&self, stage: Option<usize>) -> Vec<String> {
+        let names = match stage {
+            Some(i) => self.stages.get(i).cloned().unwrap_or_default(),
+            None => self.stages.concat(),
+        };
+        names
+            .into_iter()
+            .filter(|n| !self.state.stood_aside.iter().any(|s| &s.device == n))
+            .collect()
+    }
+
+    /// Runs the actuators `members` towards `target` (blocking work off the async threads).
+    async fn actuate_members(&mut self, target: &NetworkConfig, members: Vec<String>) -> Result<()> {
         let Some(mut acts) = self.actuators.take() else {
             return Ok(());
         };
         let t = target.clone();
         let (acts, r) = tokio::task::spawn_blocking(move || {
-            let r = actuation::apply(&mut acts, &t);
+            let r = actuation::apply_only(&mut acts, &t, &members);
             (acts, r)
         })
         .await
         .map_err(|e| anyhow!("actuator task: {e}"))?;
         self.actuators = Some(acts);
         let applied = r?;
+        self.actuated = true;
         if !applied.plan.is_empty() {
             info!(steps = applied.plan.len(), "applied through the actuators");
         }
+        Ok(())
+    }
+
+    /// Runs every actuated device towards `target`.
+    async fn actuate(&mut self, target: &NetworkConfig) -> Result<()> {
+        let members = self.actuated_members(None);
+        self.actuate_members(target, members).await
+    }
+
+    /// What the devices `members` hold, written over `base` (read only, off the async threads).
+    async fn read_back_over(&mut self, base: NetworkConfig, members: Vec<String>) -> Result<NetworkConfig> {
+        let Some(acts) = self.actuators.take() else {
+            return Ok(base);
+        };
+        let (acts, r) = tokio::task::spawn_blocking(move || {
+            let r = actuation::read_back_over(&acts, &base, &members);
+            (acts, r)
+        })
+        .await
+        .map_err(|e| anyhow!("actuator task: {e}"))?;
+        self.actuators = Some(acts);
+        r
+    }
+
+    /// `target` with the settings of the devices the daemon stands aside from as they are.
+    async fn with_stood_aside(&mut self, target: NetworkConfig) -> NetworkConfig {
+        let aside: Vec<String> = self.state.stood_aside.iter().map(|s| s.device.clone()).collect();
+        if aside.is_empty() {
+            return target;
+        }
+        match self.read_back_over(target.clone(), aside).await {
+            Ok(c) => c,
+            Err(e) => {
+                warn!("reading back the devices stood aside from: {e:#}");
+                target
+            }
+        }
+    }
+
+    /// The stop: with `on_exit = "revert"` (apply mode), restores the configuration found at
+    /// start on every device not stood aside from; with `"keep"` leaves the network alone.
+    async fn exit(&mut self) -> Result<()> {
+        let policy = self.loaded.config.on_exit;
+        if policy == OnExit::Keep || self.mode != Mode::Apply || self.actuators.is_none() {
+            info!(
+                on_exit = policy.as_str(),
+                mode = self.mode.as_str(),
+                "leaving the configuration in force"
+            );
+            return Ok(());
+        }
+        let Some(found) = self.state.found_at_start.clone() else {
+            warn!("on_exit = \"revert\": no configuration was recorded at start; leaving the configuration in force");
+            return Ok(());
+        };
+        info!("on_exit = \"revert\": restoring the configuration found at start");
+        self.actuate(&found)
+            .await
+            .context("on_exit = \"revert\": restoring the configuration found at start")?;
+        self.rollout = None;
+        self.state.config_in_force = self.with_stood_aside(found).await;
+        self.save()?;
+        Ok(())
+    }
+
+    /// `POST /v1/resume`: actuate `device` (every device when `None`) again, taking what it holds
+    /// now as the configuration in force, and end a hold after a failed stage.
+    async fn resume(&mut self, device: Option<String>) -> Result<()> {
+        let names: Vec<String> = self
+            .state
+            .stood_aside
+            .iter()
+            .map(|s| s.device.clone())
+            .filter(|d| device.as_ref().is_none_or(|x| x == d))
+            .collect();
+        if let Some(d) = &device {
+            if names.is_empty() {
+                warn!(
+                    device = d.as_str(),
+                    "resume: the daemon does not stand aside from this device"
+                );
+            }
+        }
+        if !names.is_empty() {
+            let base = self.state.config_in_force.clone();
+            let baseline = self.read_back_over(base, names.clone()).await?;
+            self.state.config_in_force = baseline;
+            for s in self.state.stood_aside.iter().filter(|s| names.contains(&s.device)) {
+                for k in &s.knobs {
+                    self.metrics.stood_aside.remove(&StoodAsideLabels {
+                        device: s.device.clone(),
+                        knob: k.knob.clone(),
+                    });
+                }
+            }
+            self.state.stood_aside.retain(|s| !names.contains(&s.device));
+            // The baseline is the shares the devices hold, on the simplex; they may hold other
+            // absolute rates. The next apply puts the controller's choice there; the check for
+            // changes by hand resumes after it.
+            self.actuated = false;
+            info!(devices = ?names, "resumed actuating; the settings they hold are the new baseline");
+        }
+        if let Some(why) = self.state.held.take() {
+            info!("resumed after the hold ({why})");
+        }
+        self.save()?;
+        publish::knobs(&self.metrics, &self.loaded.config, &self.state.config_in_force);
+        self.publish_state();
+        Ok(())
+    }
+
+    /// Reads back every actuated device; one whose settings differ from what the daemon last
+    /// put there was changed by hand: stand aside from it (no more applies there), say so, and
+    /// take what it holds into the configuration in force.
+    async fn check_stand_aside(&mut self) -> Result<()> {
+        let Some(acts) = self.actuators.take() else {
+            return Ok(());
+        };
+        let skip: Vec<String> = self.state.stood_aside.iter().map(|s| s.device.clone()).collect();
+        let in_force = self.state.config_in_force.clone();
+        let rollout = self.rollout.clone();
+        let stages = self.stages.clone();
+        let (acts, r) = tokio::task::spawn_blocking(move || {
+            let stage_of = |name: &str| stages.iter().position(|s| s.iter().any(|n| n == name));
+            let expected = |name: &str| match (&rollout, stage_of(name)) {
+                (Some(r), Some(i)) => r.expected(i),
+                _ => &in_force,
+            };
+            let r = actuation::drift(&acts, expected, &skip);
+            (acts, r)
+        })
+        .await
+        .map_err(|e| anyhow!("actuator task: {e}"))?;
+        self.actuators = Some(acts);
+        let found = r?;
+        if found.is_empty() {
+            return Ok(());
+        }
+        let now = unix_now();
+        for (device, knobs) in found {
+            let list = knobs
+                .iter()
+                .map(|(k, applied, found)| format!("{k}: {applied} -> {found}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            warn!(
+                device = device.as_str(),
+                "changed by hand ({list}); standing aside: the daemon no longer actuates {device} and keeps \
+                 advising; POST /v1/resume {{\"device\": \"{device}\"}} resumes with these settings as the baseline"
+            );
+            for (k, _, _) in &knobs {
+                self.metrics
+                    .stood_aside
+                    .get_or_create(&StoodAsideLabels {
+                        device: device.clone(),
+                        knob: k.clone(),
+                    })
+                    .set(1.0);
+            }
+            self.state.stood_aside.push(StoodAside {
+                device,
+                knobs: knobs
+                    .into_iter()
+                    .map(|(knob, applied, found)| StoodAsideKnob { knob, applied, found })
+                    .collect(),
+                unix_time: now,
+            });
+        }
+        let in_force = self.state.config_in_force.clone();
+        self.state.config_in_force = self.with_stood_aside(in_force).await;
+        self.save()?;
+        publish::knobs(&self.metrics, &self.loaded.config, &self.state.config_in_force);
+        self.publish_state();
+        Ok(())
+    }
+
+    /// Puts a new configuration in force: all at once with one stage, else stage by stage.
+    async fn put_in_force_staged(&mut self, target: NetworkConfig) -> Result<()> {
+        if self.stages.len() <= 1 || self.actuators.is_none() {
+            return self.put_in_force(target).await;
+        }
+        let from = self.state.config_in_force.clone();
+        match Rollout::start(self.stage_specs.clone(), from, target.clone()) {
+            Some((r, _)) => self.run_stage(r).await,
+            None => self.put_in_force(target).await,
+        }
+    }
+
+    /// Applies the current stage of `r`; a failure rolls the rollout back.
+    async fn run_stage(&mut self, r: Rollout) -> Result<()> {
+        let i = r.current();
+        let members = self.actuated_members(Some(i));
+        let target = r.target().clone();
+        let result = self.actuate_members(&target, members).await;
+        if result.is_err() {
+            self.state.actuator_errors += 1;
+            self.metrics.actuator_errors.inc();
+        }
+        match r.applied(result.map_err(|e| format!("{e:#}"))) {
+            Some(RolloutAction::RollBack { through, failure }) => self.fail_rollout(r, through, failure).await,
+            _ => {
+                info!(
+                    "staged apply: stage {} of {} ({}) in force; judged after one interval",
+                    i + 1,
+                    r.stages().len(),
+                    r.stages()[i].name
+                );
+                self.rollout = Some(r);
+                self.publish_state();
+                Ok(())
+            }
+        }
+    }
+
+    /// A failed stage: return stages `0..=through` to the configuration before the rollout and
+    /// hold until `POST /v1/resume`.
+    async fn fail_rollout(&mut self, r: Rollout, through: usize, failure: String) -> Result<()> {
+        let members: Vec<String> = (0..=through).flat_map(|i| self.actuated_members(Some(i))).collect();
+        let from = r.from().clone();
+        if let Err(e) = self.actuate_members(&from, members).await {
+            self.state.actuator_errors += 1;
+            self.metrics.actuator_errors.inc();
+            error!("staged apply: rolling the stages back failed too: {e:#}");
+        }
+        error!(
+            "staged apply failed: {failure}; stages 1-{} rolled back; holding the configuration in force until POST /v1/resume",
+            through + 1
+        );
+        self.state.rollbacks += 1;
+        self.metrics.rollbacks.inc();
+        self.state.held = Some(failure);
+        self.rollout = None;
+        self.save()?;
+        publish::knobs(&self.metrics, &self.loaded.config, &self.state.config_in_force);
+        self.publish_state();
         Ok(())
     }
 
@@ -388,7 +755,7 @@ impl Daemon {
                 }
             }
         } else {
-            self.state.config_in_force = target;
+            self.state.config_in_force = self.with_stood_aside(target).await;
         }
         self.save()?;
         publish::knobs(&self.metrics, &self.loaded.config, &self.state.config_in_force);
@@ -400,8 +767,46 @@ impl Daemon {
         let t0 = Instant::now();
         let c = self.loaded.config.clone();
         let index = self.state.iteration;
-        let measured = self.state.config_in_force.clone();
+        if self.mode == Mode::Apply && self.actuated {
+            self.check_stand_aside().await?;
+        }
+        // During a staged apply the devices hold the stages reached so far: read them back.
+        let mut measured = match &self.rollout {
+            Some(r) => {
+                let reached: Vec<String> = self.stages[..=r.current()].concat();
+                let from = r.from().clone();
+                self.read_back_over(from, reached).await?
+            }
+            None => self.state.config_in_force.clone(),
+        };
         let got = self.sources.gather(&c, index, &measured).await?;
+        if let Some(mut r) = self.rollout.take() {
+            let Some(step) = self.step.as_ref() else {
+                return Err(anyhow!("controller lost by an earlier failure"));
+            };
+            match r.judge(step.tuner().objective(), &got.sli, Some(c.guard.max_objective)) {
+                RolloutAction::Wait { why } => {
+                    warn!("staged apply: {why}; judging the stage on the next interval");
+                    self.rollout = Some(r);
+                    self.publish_state();
+                    return Ok(());
+                }
+                RolloutAction::ApplyStage(_) => return self.run_stage(r).await,
+                RolloutAction::RollBack { through, failure } => return self.fail_rollout(r, through, failure).await,
+                RolloutAction::Complete => {
+                    info!("staged apply complete: every stage in force and within the guard");
+                    self.state.config_in_force = self.with_stood_aside(r.target().clone()).await;
+                    self.save()?;
+                    publish::knobs(&self.metrics, &c, &self.state.config_in_force);
+                    measured = self.state.config_in_force.clone();
+                }
+            }
+        }
+        // A hold after a failed stage advises only, as does advise mode, and so does standing
+        // aside from every device.
+        let applying = self.mode == Mode::Apply
+            && self.state.held.is_none()
+            && (self.actuators.is_none() || !self.actuated_members(None).is_empty());
         self.note_window(index + 1, &got);
         let mut step = self
             .step
@@ -428,9 +833,9 @@ impl Daemon {
         let d = decision.map_err(|e| anyhow!("the measurement was refused: {e}"))?;
         if let Some(skip) = &d.record.skipped {
             self.skip(skip.kind.as_str(), skip.detail.clone())?;
-            if d.action == StepAction::Apply && self.mode == Mode::Apply {
+            if d.action == StepAction::Apply && applying {
                 // A skipped warm-up window: the next design point follows.
-                self.put_in_force(d.next).await?;
+                self.put_in_force_staged(d.next).await?;
             }
             return Ok(());
         }
@@ -439,7 +844,7 @@ impl Daemon {
             self.metrics.regime_shifts.inc();
         }
         let action = match d.action {
-            StepAction::Apply if self.mode == Mode::Apply => Action::Applied,
+            StepAction::Apply if applying => Action::Applied,
             StepAction::Apply => Action::Advised,
             StepAction::Hold => Action::Held,
             StepAction::Revert => Action::RolledBack,
@@ -506,7 +911,9 @@ impl Daemon {
         self.state.push_history(record);
         // First persist: the admitted sample and the decision, configuration in force unchanged.
         self.save()?;
-        if matches!(action, Action::Applied | Action::RolledBack) && self.mode == Mode::Apply {
+        if action == Action::Applied && applying {
+            self.put_in_force_staged(d.next).await?;
+        } else if action == Action::RolledBack && self.mode == Mode::Apply {
             self.put_in_force(d.next).await?;
         } else {
             self.publish_state();

@@ -87,6 +87,9 @@ pub fn snapshot(state: &PersistedState, mode: Mode, config_path: &str, controlle
         config_path: config_path.into(),
         skipped_intervals: state.skipped_intervals,
         last_skip: state.last_skip.clone(),
+        stood_aside: state.stood_aside.clone(),
+        held: state.held.clone(),
+        rollout: None,
         window: None,
     }
 }
