@@ -1,11 +1,12 @@
 //! The part of a [`NetworkConfig`] one actuator owns, as read back from the system.
 //!
 //! Each actuator owns a subset of the knobs ([`Knobs`]): the tc actuator the weights, ECN
-//! thresholds and buffers of a port, the iproute actuator the initial windows. Reading back gives
+//! thresholds and buffers of a port, the iproute actuator the initial windows and congestion
+//! control. Reading back gives
 //! a [`PartialConfig`] with only those knobs set; [`PartialConfig::merge`] combines the parts of
 //! several actuators and [`PartialConfig::overlay`] writes them over a full configuration.
 
-use polyphony_spec::{Bytes, Dscp, NetworkConfig, Packets};
+use polyphony_spec::{Bytes, CongestionControl, Dscp, NetworkConfig, Packets};
 use serde::{Deserialize, Serialize};
 
 /// Which per-class knobs an actuator sets.
@@ -19,6 +20,8 @@ pub struct Knobs {
     pub init_cwnd: bool,
     /// Per-class buffer limits.
     pub buffer: bool,
+    /// Per-class congestion-control algorithms.
+    pub congestion_control: bool,
 }
 
 impl Knobs {
@@ -29,6 +32,7 @@ impl Knobs {
             ecn_threshold: self.ecn_threshold || other.ecn_threshold,
             init_cwnd: self.init_cwnd || other.init_cwnd,
             buffer: self.buffer || other.buffer,
+            congestion_control: self.congestion_control || other.congestion_control,
         }
     }
 }
@@ -46,6 +50,8 @@ pub struct PartialClass {
     pub init_cwnd: Option<Packets>,
     /// Per-class buffer limit.
     pub buffer: Option<Bytes>,
+    /// Congestion-control algorithm.
+    pub congestion_control: Option<CongestionControl>,
 }
 
 /// Knobs read back from the system, per class, in the order the actuator reports them.
@@ -72,6 +78,7 @@ impl PartialConfig {
                 ecn_threshold: None,
                 init_cwnd: None,
                 buffer: None,
+                congestion_control: None,
             });
             let last = self.classes.len() - 1;
             &mut self.classes[last]
@@ -86,6 +93,7 @@ impl PartialConfig {
             c.ecn_threshold = o.ecn_threshold.or(c.ecn_threshold);
             c.init_cwnd = o.init_cwnd.or(c.init_cwnd);
             c.buffer = o.buffer.or(c.buffer);
+            c.congestion_control = o.congestion_control.clone().or(c.congestion_control.take());
         }
     }
 
@@ -119,6 +127,9 @@ impl PartialConfig {
                 }
                 if p.buffer.is_some() {
                     c.buffer = p.buffer;
+                }
+                if p.congestion_control.is_some() {
+                    c.congestion_control = p.congestion_control.clone();
                 }
             }
         }

@@ -1,9 +1,9 @@
-//! The iproute backend: one route per (sender, class table), its `initcwnd`, the commands that
-//! replace or delete it, and the parser of `ip -j route show table all`.
+//! The iproute backend: one route per (sender, class table), its `initcwnd` and `congctl`, the
+//! commands that replace or delete it, and the parser of `ip -j route show table all`.
 
 use crate::config::{IprouteConfig, SenderRoute};
 use polyphony_actuator::{ActuatorError, Backend, Command, Knobs, NativeState, PartialConfig, Runner, Transport};
-use polyphony_spec::{Dscp, NetworkConfig, Packets};
+use polyphony_spec::{CongestionControl, Dscp, NetworkConfig, Packets};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,7 +34,7 @@ impl fmt::Display for RouteItem {
     }
 }
 
-/// The route's next hop and initial window.
+/// The route's next hop, initial window and congestion control.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteValue {
     /// Next hop, if any.
@@ -43,6 +43,11 @@ pub struct RouteValue {
     pub device: String,
     /// `initcwnd` metric; `None` = the kernel default (10 segments).
     pub init_cwnd: Option<u32>,
+    /// `congctl` metric; `None` = the host's default algorithm.
+    pub congctl: Option<String>,
+    /// `features ecn`: connections on the route negotiate ECN whatever `net.ipv4.tcp_ecn` says
+    /// (set with an ECN algorithm such as DCTCP).
+    pub ecn: bool,
 }
 
 impl fmt::Display for RouteValue {
@@ -52,9 +57,16 @@ impl fmt::Display for RouteValue {
         }
         write!(f, "dev {}", self.device)?;
         match self.init_cwnd {
-            Some(n) => write!(f, " initcwnd {n}"),
-            None => write!(f, " (default initcwnd)"),
+            Some(n) => write!(f, " initcwnd {n}")?,
+            None => write!(f, " (default initcwnd)")?,
         }
+        if let Some(cc) = &self.congctl {
+            write!(f, " congctl {cc}")?;
+        }
+        if self.ecn {
+            write!(f, " features ecn")?;
+        }
+        Ok(())
     }
 }
 
@@ -132,17 +144,22 @@ impl IprouteBackend {
             if table < self.cfg.table_base || table > self.cfg.table_base + 63 {
                 continue;
             }
-            let init_cwnd = r
-                .get("metrics")
-                .and_then(Value::as_array)
-                .and_then(|m| m.iter().find_map(|x| x.get("initcwnd").and_then(Value::as_u64)))
+            let metrics = r.get("metrics").and_then(Value::as_array);
+            let metric = |key: &str| metrics.and_then(|m| m.iter().find_map(|x| x.get(key)));
+            let init_cwnd = metric("initcwnd")
+                .and_then(Value::as_u64)
                 .map(|n| n.min(u32::MAX as u64) as u32);
+            // `ip -j` prints `congctl` as "congestion" and `features ecn` as `"ecn": null`.
+            let congctl = metric("congestion").and_then(Value::as_str).map(String::from);
+            let ecn = metrics.is_some_and(|m| m.iter().any(|x| x.get("ecn").is_some()));
             out.insert(
                 table,
                 RouteValue {
                     gateway: r.get("gateway").and_then(Value::as_str).map(String::from),
                     device: r.get("dev").and_then(Value::as_str).unwrap_or("").to_string(),
                     init_cwnd,
+                    congctl,
+                    ecn,
                 },
             );
         }
@@ -161,12 +178,29 @@ impl Backend for IprouteBackend {
     fn owns(&self) -> Knobs {
         Knobs {
             init_cwnd: true,
+            congestion_control: true,
             ..Knobs::default()
         }
     }
 
     fn check(&self, target: &NetworkConfig) -> Result<(), ActuatorError> {
         for c in &target.classes {
+            if let Some(cc) = c
+                .congestion_control
+                .as_ref()
+                .filter(|cc| !self.cfg.congestion_controls.contains(cc))
+            {
+                let offered: Vec<&str> = self.cfg.congestion_controls.iter().map(|c| c.name()).collect();
+                return Err(ActuatorError::Invalid {
+                    actuator: self.cfg.name.clone(),
+                    field: format!("class {} (DSCP {}).congestion_control", c.dscp.name(), c.dscp),
+                    value: cc.to_string(),
+                    why: format!(
+                        "not in this actuator's congestion_controls = {offered:?}; list it there once every \
+                         sender's kernel offers it (tcp_available_congestion_control)"
+                    ),
+                });
+            }
             if c.init_cwnd.0 > self.cfg.max_init_cwnd {
                 return Err(ActuatorError::Invalid {
                     actuator: self.cfg.name.clone(),
@@ -192,6 +226,8 @@ impl Backend for IprouteBackend {
                         gateway: snd.gateway.clone(),
                         device: snd.device.clone(),
                         init_cwnd: Some(c.init_cwnd.0),
+                        congctl: c.congestion_control.as_ref().map(|cc| cc.name().to_string()),
+                        ecn: c.congestion_control.as_ref().is_some_and(CongestionControl::ecn),
                     }),
                 );
             }
@@ -243,6 +279,13 @@ impl Backend for IprouteBackend {
                     args.push("initcwnd".into());
                     args.push(n.to_string());
                 }
+                if let Some(cc) = &v.congctl {
+                    args.push("congctl".into());
+                    args.push(cc.clone());
+                }
+                if v.ecn {
+                    args.extend(["features".into(), "ecn".into()]);
+                }
             }
             None => {
                 args.extend(["del".into(), self.cfg.destination.clone(), "table".into(), table]);
@@ -252,23 +295,29 @@ impl Backend for IprouteBackend {
     }
 
     fn to_partial(&self, state: &NativeState<RouteItem, RouteValue>) -> PartialConfig {
-        // A class's window is known when every sender's route agrees on it.
-        let mut per_class: BTreeMap<Dscp, Vec<Option<u32>>> = BTreeMap::new();
+        // A class's window (algorithm) is known when every sender's route agrees on it.
+        type Seen = (Option<u32>, Option<String>);
+        let mut per_class: BTreeMap<Dscp, Vec<Seen>> = BTreeMap::new();
         for (item, v) in state {
-            per_class
-                .entry(item.dscp)
-                .or_default()
-                .push(v.as_ref().and_then(|v| v.init_cwnd));
+            per_class.entry(item.dscp).or_default().push(match v {
+                Some(v) => (v.init_cwnd, v.congctl.clone()),
+                None => (None, None),
+            });
         }
         let mut p = PartialConfig::default();
         for (dscp, vals) in per_class {
-            let first = vals[0];
-            let agreed = vals.len() == self.cfg.senders.len() && vals.iter().all(|v| *v == first);
+            let all = vals.len() == self.cfg.senders.len();
             let c = p.class_mut(dscp);
-            if agreed {
-                c.init_cwnd = first.map(Packets);
+            if all && vals.iter().all(|v| v.0 == vals[0].0) {
+                c.init_cwnd = vals[0].0.map(Packets);
             } else {
                 tracing::warn!(actuator = %self.cfg.name, class = %dscp.name(), ?vals, "senders disagree on initcwnd");
+            }
+            if all && vals.iter().all(|v| v.1 == vals[0].1) {
+                // A name the kernel printed that is no valid algorithm name cannot be ours.
+                c.congestion_control = vals[0].1.as_deref().and_then(|n| CongestionControl::new(n).ok());
+            } else {
+                tracing::warn!(actuator = %self.cfg.name, class = %dscp.name(), ?vals, "senders disagree on congctl");
             }
         }
         p
@@ -313,6 +362,8 @@ mod tests {
             gateway: Some("198.18.1.1".into()),
             device: "eth0".into(),
             init_cwnd: Some(32),
+            congctl: None,
+            ecn: false,
         };
         assert_eq!(
             b.command(&item, Some(&v)).unwrap().to_string(),
@@ -322,5 +373,45 @@ mod tests {
             b.command(&item, None).unwrap().to_string(),
             "ip -n pp-h0 route del 198.18.100.0/24 table 110"
         );
+        let dctcp = RouteValue {
+            congctl: Some("dctcp".into()),
+            ecn: true,
+            ..v
+        };
+        assert_eq!(
+            b.command(&item, Some(&dctcp)).unwrap().to_string(),
+            "ip -n pp-h0 route replace 198.18.100.0/24 via 198.18.1.1 dev eth0 table 110 initcwnd 32 congctl dctcp features ecn"
+        );
+    }
+
+    #[test]
+    fn congestion_control_is_read_back_and_only_a_configured_one_is_accepted() {
+        // As `ip -j -4 route show table all` prints `congctl cubic features ecn` (iproute2 6.1).
+        let j = r#"[{"dst":"198.18.100.0/24","dev":"eth0","table":"110","flags":[],"metrics":[{"initcwnd":20,"ecn":null,"congestion":"cubic"}]},
+{"dst":"198.18.100.0/24","dev":"eth0","table":"118","flags":[],"metrics":[{"congestion":"bbr"}]}]"#;
+        let r = backend().routes_of(j).unwrap();
+        assert_eq!((r[&110].congctl.as_deref(), r[&110].ecn), (Some("cubic"), true));
+        assert_eq!((r[&118].congctl.as_deref(), r[&118].ecn), (Some("bbr"), false));
+
+        let mut target = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21], polyphony_spec::Bytes(30_000), Packets(10));
+        target.classes[1].congestion_control = Some(CongestionControl::new("cubic").unwrap());
+        let e = backend().check(&target).unwrap_err().to_string();
+        assert!(
+            e.contains("class AF21 (DSCP 18).congestion_control") && e.contains("cubic"),
+            "{e}"
+        );
+        let mut cfg = backend().cfg;
+        cfg.congestion_controls = vec![CongestionControl::new("cubic").unwrap()];
+        let b = IprouteBackend::new(cfg, Arc::new(Local)).unwrap();
+        b.check(&target).unwrap();
+        let want = b.desired(&target).unwrap();
+        let af21 = want[&b.item(Dscp::AF21, 0)].as_ref().unwrap();
+        assert_eq!((af21.congctl.as_deref(), af21.ecn), (Some("cubic"), false));
+        let p = b.to_partial(&want);
+        assert_eq!(
+            p.class(Dscp::AF21).unwrap().congestion_control,
+            target.classes[1].congestion_control
+        );
+        assert_eq!(p.class(Dscp::AF11).unwrap().congestion_control, None);
     }
 }

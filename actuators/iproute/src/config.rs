@@ -1,5 +1,6 @@
 //! The iproute actuator's configuration (a TOML table in the daemon's configuration).
 
+use polyphony_spec::CongestionControl;
 use serde::{Deserialize, Serialize};
 
 /// The per-class route of one sender.
@@ -63,6 +64,12 @@ pub struct IprouteConfig {
     /// The `ip` binary.
     #[serde(default = "default_ip")]
     pub ip: String,
+    /// The congestion-control algorithms a class may be given (`congctl NAME` on its routes):
+    /// those every sender's kernel offers (`/proc/sys/net/ipv4/tcp_available_congestion_control`,
+    /// plus BPF `struct_ops` ones once registered). Empty: a configuration that sets one is
+    /// refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub congestion_controls: Vec<CongestionControl>,
 }
 
 impl IprouteConfig {
@@ -76,6 +83,7 @@ impl IprouteConfig {
             max_init_cwnd: default_max_init_cwnd(),
             timeout_ms: default_timeout_ms(),
             ip: default_ip(),
+            congestion_controls: Vec::new(),
         }
     }
 }

@@ -55,13 +55,12 @@ fn invalid_targets_name_class_and_knob_without_commands() {
     let e = a.plan(&from, &to).expect_err("K above the buffer accepted");
     assert!(e.to_string().contains("class AF31 (DSCP 26).ecn_threshold"), "{e}");
     let mut to2 = from.clone();
-    to2.classes.push(polyphony_spec::ClassConfig {
-        dscp: Dscp::new(46).expect("EF"),
-        weight: 0.1,
-        ecn_threshold: Bytes(1000),
-        init_cwnd: Packets(10),
-        buffer: None,
-    });
+    to2.classes.push(polyphony_spec::ClassConfig::new(
+        Dscp::new(46).expect("EF"),
+        0.1,
+        Bytes(1000),
+        Packets(10),
+    ));
     for c in to2.classes.iter_mut().take(3) {
         c.weight = 0.3;
     }

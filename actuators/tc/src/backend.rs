@@ -302,6 +302,7 @@ impl Backend for TcBackend {
             ecn_threshold: self.ecn != Ecn::Off,
             init_cwnd: false,
             buffer: self.cfg.manage_buffers || self.ecn == Ecn::Red,
+            congestion_control: false,
         }
     }
 

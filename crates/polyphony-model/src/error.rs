@@ -25,6 +25,17 @@ pub enum ModelError {
         /// The operating system's message.
         why: String,
     },
+    /// A class runs a congestion-control algorithm the models do not simulate.
+    #[error(
+        "class {} (DSCP {dscp}) is configured for congestion control {algorithm:?}: pktsim and flowsim model DCTCP only; leave congestion_control unset or set it to dctcp",
+        dscp.name()
+    )]
+    UnmodelledCongestionControl {
+        /// The class.
+        dscp: Dscp,
+        /// The algorithm's kernel name.
+        algorithm: String,
+    },
     /// A flow names a host the topology does not have.
     #[error(
         "flow {flow}: host {host} is not in the topology ({hosts} hosts): synthesise the workload for this topology"

@@ -144,6 +144,12 @@ pub(crate) fn class_params(input: &ModelInput, cfg: &NetworkConfig) -> Result<Ve
                 flow: u64::MAX,
                 dscp: d,
             })?;
+            if let Some(cc) = c.congestion_control.as_ref().filter(|cc| !cc.ecn()) {
+                return Err(ModelError::UnmodelledCongestionControl {
+                    dscp: d,
+                    algorithm: cc.name().to_string(),
+                });
+            }
             Ok(ClassParams {
                 weight: c.weight,
                 ecn_k: c.ecn_threshold.0,

@@ -20,6 +20,76 @@ pub struct ClassConfig {
     /// Per-class queue limit at a port, if the class has its own buffer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer: Option<Bytes>,
+    /// The TCP congestion-control algorithm of the class's connections; `None`: the hosts'
+    /// default, left as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_control: Option<CongestionControl>,
+}
+
+/// A TCP congestion-control algorithm by its kernel name (`dctcp`, `cubic`, `reno`, `bbr`, or
+/// a BPF `struct_ops` one such as the project's `pp_dctcp`): 1–15 characters of `a-z`, `0-9`
+/// and `_` (the kernel's `TCP_CA_NAME_MAX` is 16 with the terminating NUL). Whether a host
+/// offers it is the actuator's check, not the type's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct CongestionControl(String);
+
+impl CongestionControl {
+    /// The algorithm called `name`, or an error naming it when it cannot be a kernel name.
+    pub fn new(name: impl Into<String>) -> Result<CongestionControl, SpecError> {
+        let name = name.into();
+        let ok = (1..=15).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if ok {
+            Ok(CongestionControl(name))
+        } else {
+            Err(SpecError::invalid(
+                "congestion_control",
+                format!("{name:?}"),
+                "a kernel congestion-control name: 1–15 characters of a-z, 0-9 and _ (e.g. dctcp, cubic, reno, bbr)",
+            ))
+        }
+    }
+
+    /// The kernel name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the algorithm's connections negotiate ECN: the DCTCP family (`dctcp` and BPF
+    /// variants whose name contains it) reacts to CE marks; loss-based and model-based ones
+    /// (`cubic`, `reno`, `bbr`) run without ECN.
+    pub fn ecn(&self) -> bool {
+        self.0.contains("dctcp")
+    }
+}
+
+impl TryFrom<String> for CongestionControl {
+    type Error = SpecError;
+    fn try_from(s: String) -> Result<Self, SpecError> {
+        CongestionControl::new(s)
+    }
+}
+
+impl std::str::FromStr for CongestionControl {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        CongestionControl::new(s)
+    }
+}
+
+impl From<CongestionControl> for String {
+    fn from(c: CongestionControl) -> String {
+        c.0
+    }
+}
+
+impl std::fmt::Display for CongestionControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 impl ClassConfig {
@@ -31,6 +101,7 @@ impl ClassConfig {
             ecn_threshold,
             init_cwnd,
             buffer: None,
+            congestion_control: None,
         }
     }
 }
@@ -139,6 +210,32 @@ mod tests {
 
     fn cfg() -> NetworkConfig {
         NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21, Dscp::AF31], Bytes(30_000), Packets(10))
+    }
+
+    #[test]
+    fn congestion_control_names_are_kernel_names_and_dctcp_brings_ecn() {
+        for ok in ["dctcp", "cubic", "reno", "bbr", "pp_dctcp"] {
+            assert_eq!(CongestionControl::new(ok).unwrap().name(), ok);
+        }
+        assert!(CongestionControl::new("pp_dctcp").unwrap().ecn());
+        assert!(!CongestionControl::new("cubic").unwrap().ecn());
+        for bad in ["", "Cubic", "cubic;reboot", "a_name_of_sixteen"] {
+            let e = CongestionControl::new(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+        let c: ClassConfig = serde_json::from_str(
+            r#"{"dscp": 10, "weight": 1.0, "ecn_threshold": 30000, "init_cwnd": 10, "congestion_control": "bbr"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.congestion_control.as_ref().map(|c| c.name()), Some("bbr"));
+        let e = serde_json::from_str::<ClassConfig>(
+            r#"{"dscp": 10, "weight": 1.0, "ecn_threshold": 30000, "init_cwnd": 10, "congestion_control": "BBR!"}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("BBR!"), "{e}");
+        let plain = serde_json::to_string(&ClassConfig::new(Dscp::AF11, 1.0, Bytes(1), Packets(1))).unwrap();
+        assert!(!plain.contains("congestion_control"), "{plain}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod trace;
 mod units;
 
 pub use class::{validate_classes, Dscp, Slo, TrafficClass};
-pub use config::{ClassConfig, NetworkConfig};
+pub use config::{ClassConfig, CongestionControl, NetworkConfig};
 pub use error::SpecError;
 pub use flow::{Flow, FlowId, HostId, Workload};
 pub use knobs::{KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};

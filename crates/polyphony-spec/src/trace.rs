@@ -10,7 +10,7 @@
 //! # ecmp_salt 1
 //! # port_buffer_bytes 1000000
 //! # class dscp=10 weight=0.5 ecn_threshold_bytes=30000 init_cwnd=10
-//! # class dscp=18 weight=0.5 ecn_threshold_bytes=30000 init_cwnd=10 buffer_bytes=200000
+//! # class dscp=18 weight=0.5 ecn_threshold_bytes=30000 init_cwnd=10 buffer_bytes=200000 congestion_control=cubic
 //! id,src,dst,dscp,size,start
 //! 0,0,3,10,1448,0
 //! ```
@@ -80,6 +80,9 @@ impl FlowTrace {
             );
             if let Some(b) = c.buffer {
                 let _ = write!(s, " buffer_bytes={}", b.0);
+            }
+            if let Some(cc) = &c.congestion_control {
+                let _ = write!(s, " congestion_control={cc}");
             }
             s.push('\n');
         }
@@ -291,7 +294,14 @@ fn parse_class(words: &[&str]) -> Result<ClassConfig, String> {
     let kv = pairs(words)?;
     only_known(
         &kv,
-        &["dscp", "weight", "ecn_threshold_bytes", "init_cwnd", "buffer_bytes"],
+        &[
+            "dscp",
+            "weight",
+            "ecn_threshold_bytes",
+            "init_cwnd",
+            "buffer_bytes",
+            "congestion_control",
+        ],
     )?;
     let d: u8 = required(&kv, "dscp")?;
     let dscp = Dscp::new(d).map_err(|e| e.to_string())?;
@@ -301,6 +311,7 @@ fn parse_class(words: &[&str]) -> Result<ClassConfig, String> {
         ecn_threshold: Bytes(required(&kv, "ecn_threshold_bytes")?),
         init_cwnd: Packets(required(&kv, "init_cwnd")?),
         buffer: field::<u64>(&kv, "buffer_bytes")?.map(Bytes),
+        congestion_control: field(&kv, "congestion_control")?,
     })
 }
 
@@ -312,7 +323,7 @@ mod tests {
         # topology dumbbell senders=3 rate_mbps=10000 link_delay_us=1\n\
         # ecmp_salt 7\n\
         # class dscp=10 weight=0.5 ecn_threshold_bytes=30000 init_cwnd=10\n\
-        # class dscp=18 weight=0.5 ecn_threshold_bytes=60000 init_cwnd=4 buffer_bytes=200000\n\
+        # class dscp=18 weight=0.5 ecn_threshold_bytes=60000 init_cwnd=4 buffer_bytes=200000 congestion_control=cubic\n\
         id,src,dst,dscp,size,start\n";
 
     fn parse(body: &str) -> Result<FlowTrace, String> {
@@ -325,6 +336,11 @@ mod tests {
         assert_eq!(t.ecmp_salt, 7);
         assert_eq!(t.workload.flows.len(), 3);
         assert_eq!(t.config.classes[1].buffer, Some(Bytes(200_000)));
+        assert_eq!(
+            t.config.classes[1].congestion_control.as_ref().map(|c| c.name()),
+            Some("cubic")
+        );
+        assert_eq!(t.config.classes[0].congestion_control, None);
         let again = FlowTrace::parse(&t.to_text(), "again").unwrap();
         assert_eq!(again, t);
         assert_eq!(again.to_text(), t.to_text());
