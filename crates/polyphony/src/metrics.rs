@@ -332,6 +332,12 @@ mod tests {
             })
             .set(0.3);
         m.skipped("empty_window");
+        m.stood_aside
+            .get_or_create(&StoodAsideLabels {
+                device: "tc".into(),
+                knob: "AF11 htb class 1:10".into(),
+            })
+            .set(1.0);
         m.workfeed_left_out
             .get_or_create(&ReasonLabels {
                 reason: "unmapped_host".into(),
