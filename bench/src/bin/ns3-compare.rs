@@ -155,7 +155,7 @@ counting losses (the table above), then reading ns-3.37's and Linux's TCP code:
    skewed WebSearch case (a weight-0.1 class at 20 % load fills the shared buffer) the losses
    agree — ns-3 172 drops, 34 RTOs, 11 fast recoveries; pktsim 198, 39, 11 — and AF21 agrees
    (−2 %), but in AF31 (1758 flows, p99 = the 18th slowest) 24 flows took an RTO in ns-3 and 29 in
-   pktsim (12 the same), 11 and 17 of them flows under 10 kB, so the 18th slowest is a 200 ms
+   pktsim (12 the same), 11 and 16 of them flows under 10 kB, so the 18th slowest is a 200 ms
    RTO on a small flow in pktsim and on a larger one in ns-3 (+183 %). Single flows traced
    show why the victims differ: flow 1312 (AF11, 458 kB; the row's p99, since AF11's 86 flows
    make the p99 their slowest flow, †) lost one segment of a two-segment window (held there by
