@@ -21,9 +21,10 @@
 //   counts them: the IP packet plus a 14-byte Ethernet header. The device queue holds one
 //   packet, so the scheduler decides.
 // * DCTCP (g = 1/16, alpha starts at 1, the window never cut below two segments as in Linux;
-//   see TcpDctcpFloor), MSS 1448, timestamps on (66-byte headers), no SACK,
-//   classic (NewReno) recovery, no limited transmit, an ACK per segment, min RTO 200 ms, SYN
-//   timeout 1 s, the class's initial window per connection, large socket buffers.
+//   and halved on a loss; see TcpDctcpFloor), MSS 1448, timestamps on (66-byte headers), no SACK,
+//   classic (NewReno) recovery, no limited transmit, an ACK per segment, RTO = srtt +
+//   max(4 rttvar, 200 ms) as Linux, SYN timeout 1 s, the class's initial window per connection,
+//   large socket buffers. Senders' retransmission timeouts and fast recoveries are counted.
 // * A flow: at its start the receiver opens a listener of its own (closed after accept) and the
 //   sender connects, writes the flow's bytes, and waits for the receiver's one-byte
 //   application ack of the last byte; FCT = that ack's arrival - start (polyphony's IdealFct
@@ -436,6 +437,11 @@ NS_OBJECT_ENSURE_REGISTERED(ClassDrrQueueDisc);
 // of two segments becomes less than one segment and the sender stalls until a 200 ms RTO with
 // nothing lost (seen on the 10 Gbit/s dumbbell: 3 % of flows). Linux's dctcp_ssthresh and
 // pktsim keep at least two segments; so does this subclass.
+// ns-3.37's TcpDctcp also uses cwnd x (1 - alpha/2) as the ssthresh after a loss; RFC 8257
+// (section 3.3: react to loss as conventional TCP), Linux (dctcp_react_to_loss, on entering
+// Recovery and on an RTO) and pktsim halve the window, at least two segments. This subclass
+// does too: in fast recovery (the state is set before GetSsThresh is asked) and on the
+// RTO's CA_EVENT_LOSS (once per loss episode: not again while the window is one segment).
 class TcpDctcpFloor : public TcpDctcp
 {
   public:
@@ -455,12 +461,31 @@ class TcpDctcpFloor : public TcpDctcp
 
     uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t bytesInFlight) override
     {
+        if (tcb->m_congState == TcpSocketState::CA_RECOVERY)
+        {
+            return Halved(tcb);
+        }
         return std::max(TcpDctcp::GetSsThresh(tcb, bytesInFlight), 2 * tcb->m_segmentSize);
+    }
+
+    void CwndEvent(Ptr<TcpSocketState> tcb, const TcpSocketState::TcpCAEvent_t event) override
+    {
+        if (event == TcpSocketState::CA_EVENT_LOSS && tcb->m_cWnd > tcb->m_segmentSize)
+        {
+            tcb->m_ssThresh = Halved(tcb);
+        }
+        TcpDctcp::CwndEvent(tcb, event);
     }
 
     Ptr<TcpCongestionOps> Fork() override
     {
         return CopyObject<TcpDctcpFloor>(this);
+    }
+
+  private:
+    static uint32_t Halved(Ptr<const TcpSocketState> tcb)
+    {
+        return std::max(tcb->m_cWnd.Get() / 2, 2 * tcb->m_segmentSize);
     }
 };
 
@@ -482,6 +507,16 @@ struct FlowState
 
 std::vector<FlowState> g_flows;
 uint64_t g_deviceDrops = 0;
+uint64_t g_rtos = 0;
+uint64_t g_recoveries = 0;
+
+// Counts senders' retransmission timeouts (entering CA_LOSS) and fast recoveries.
+void
+CountCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t to)
+{
+    g_rtos += to == TcpSocketState::CA_LOSS;
+    g_recoveries += to == TcpSocketState::CA_RECOVERY;
+}
 
 void
 DeviceDrop(Ptr<const Packet>)
@@ -625,6 +660,10 @@ main(int argc, char** argv)
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1u << 26));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1u << 26));
     Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+    // ns-3 computes rto = max(srtt + max(G, 4 rttvar), MinRto); Linux (tcp_set_rto) and pktsim
+    // use srtt + max(4 rttvar, rto_min). A clock granularity G of 200 ms gives Linux's formula:
+    // with a deep queue (srtt of hundreds of ms) ns-3's default timed out up to 200 ms sooner.
+    Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MilliSeconds(200)));
     Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
     Config::SetDefault("ns3::TcpSocketBase::LimitedTransmit", BooleanValue(false));
@@ -780,6 +819,7 @@ main(int argc, char** argv)
                                            MakeBoundCallback(&SenderConnected, st));
             st->sender->SetSendCallback(MakeBoundCallback(&SenderRoom, st));
             st->sender->SetRecvCallback(MakeBoundCallback(&SenderRecv, st));
+            st->sender->TraceConnectWithoutContext("CongState", MakeCallback(&CountCongState));
             if (debugFlow == static_cast<int64_t>(r->id))
             {
                 st->sender->TraceConnectWithoutContext(
@@ -855,7 +895,8 @@ main(int argc, char** argv)
     std::cerr << "; ";
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     std::cerr << "flows " << t.flows.size() << " finished " << done << " switch_marks " << marks
-              << " switch_drops " << drops << " device_drops " << g_deviceDrops << " sim_end_s " << simEnd << " wall_s " << wall
+              << " switch_drops " << drops << " device_drops " << g_deviceDrops << " rtos " << g_rtos
+              << " fast_recoveries " << g_recoveries << " sim_end_s " << simEnd << " wall_s " << wall
               << std::endl;
     Simulator::Destroy();
     return 0;

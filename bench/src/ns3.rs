@@ -138,6 +138,12 @@ pub struct CaseResult {
     pub ns3_unfinished: u64,
     /// Flows pktsim left unfinished.
     pub pktsim_unfinished: u64,
+    /// Packets pktsim dropped at full switch buffers.
+    pub pktsim_drops: u64,
+    /// Retransmission timeouts in the pktsim run.
+    pub pktsim_timeouts: u64,
+    /// Fast retransmits in the pktsim run.
+    pub pktsim_fast_retransmits: u64,
     /// ns-3's summary line (its stderr).
     pub ns3_log: String,
 }
@@ -239,6 +245,9 @@ pub fn run_case(
         pktsim_wall_s,
         ns3_unfinished: ns3_out.stats.unfinished,
         pktsim_unfinished: pkt.output.stats.unfinished,
+        pktsim_drops: pkt.output.stats.dropped,
+        pktsim_timeouts: pkt.output.stats.timeouts,
+        pktsim_fast_retransmits: pkt.output.stats.fast_retransmits,
         ns3_log: log,
     })
 }
@@ -261,6 +270,17 @@ fn per_flow_csv(ns3: &ModelOutput, pkt: &ModelOutput) -> String {
         ));
     }
     s
+}
+
+/// The number after `key ` in the replay program's summary line (e.g. `switch_drops 216`).
+pub fn log_count(log: &str, key: &str) -> Option<u64> {
+    let mut words = log.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == key {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
 }
 
 /// |a − b| / b.
@@ -313,5 +333,15 @@ mod tests {
         assert_eq!(v[2], None);
         let e = read_fcts("id,fct_ns\n1,-5\n", &input, "x").unwrap_err().to_string();
         assert!(e.starts_with("x:2: fct_ns"), "{e}");
+    }
+
+    #[test]
+    fn counts_are_read_from_the_summary_line() {
+        let log = "switch_marks 94430 switch_drops 216 device_drops 0 rtos 36 fast_recoveries 19 sim_end_s 30.2";
+        assert_eq!(log_count(log, "switch_drops"), Some(216));
+        assert_eq!(log_count(log, "rtos"), Some(36));
+        assert_eq!(log_count(log, "fast_recoveries"), Some(19));
+        assert_eq!(log_count(log, "sim_end_s"), None);
+        assert_eq!(log_count(log, "absent"), None);
     }
 }

@@ -80,6 +80,9 @@ pub struct RunStats {
     pub events: u64,
     /// Retransmission timeouts that fired (pktsim).
     pub timeouts: u64,
+    /// Fast retransmits on three duplicate ACKs (pktsim).
+    #[serde(default)]
+    pub fast_retransmits: u64,
     /// Network time simulated.
     pub sim_time: Nanos,
 }

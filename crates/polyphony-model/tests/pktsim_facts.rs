@@ -246,3 +246,33 @@ fn a_window_the_nic_limits_does_not_grow_into_a_burst() {
     );
     assert_eq!(r.conservation.dropped, 0);
 }
+
+#[test]
+fn losses_in_one_window_are_repaired_by_newreno_without_a_timeout() {
+    // A 40-segment first flight (AF11) meets a 10-segment one (AF21) from another sender at a
+    // 9 kB buffer: while both arrive the port overflows and the long flight loses segments in
+    // its middle; its later segments bring duplicate ACKs, and NewReno (RFC 6582) repairs every
+    // hole with one fast retransmit and partial ACKs, one hole per round trip, with no RTO.
+    let mut c = cfg(&[(Dscp::AF11, 0.5), (Dscp::AF21, 0.5)], 1_000_000, 40);
+    c.classes[1].init_cwnd = Packets(10);
+    c.port_buffer = Some(Bytes(9_000));
+    let r = run(
+        vec![
+            flow(0, 0, Dscp::AF11, 200_000, 1000),
+            flow(1, 1, Dscp::AF21, 14_480, 1000),
+        ],
+        vec![Dscp::AF11, Dscp::AF21],
+        &c,
+        PktSimOptions::default(),
+    );
+    assert!(
+        r.conservation.dropped > 1,
+        "several segments must drop: {:?}",
+        r.conservation
+    );
+    assert_eq!(r.output.stats.fast_retransmits, 1, "{:?}", r.output.stats);
+    assert_eq!(r.output.stats.timeouts, 0, "{:?}", r.output.stats);
+    for o in r.output.flows.as_ref().unwrap() {
+        assert!(o.fct.0 < 100 * Nanos::MILLI.0, "flow {:?}: fct {}", o.id, o.fct);
+    }
+}

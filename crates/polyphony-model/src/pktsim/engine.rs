@@ -78,6 +78,8 @@ struct Fl {
     dupacks: u32,
     recover: u32,
     in_recovery: bool,
+    /// NewReno's window inflation during fast recovery, in segments (RFC 6582 §3.2).
+    infl: f64,
     srtt: u64,
     rttvar: u64,
     rto: u64,
@@ -119,6 +121,7 @@ struct Sim<'a> {
     host_pkts: u64,
     events: u64,
     timeouts: u64,
+    fast_retransmits: u64,
     open_flows: usize,
 }
 
@@ -161,6 +164,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
                 dupacks: 0,
                 recover: 0,
                 in_recovery: false,
+                infl: 0.0,
                 srtt: 0,
                 rttvar: 0,
                 rto: opts.initial_rto.0,
@@ -209,6 +213,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         host_pkts: 0,
         events: 0,
         timeouts: 0,
+        fast_retransmits: 0,
         open_flows: 0,
     };
     let starts: Vec<u64> = input.workload.flows.iter().map(|f| f.start.0).collect();
@@ -297,6 +302,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         marked: sim.marked,
         events: sim.events,
         timeouts: sim.timeouts,
+        fast_retransmits: sim.fast_retransmits,
         ..RunStats::default()
     };
     let output = finish(input, &fct, None, Nanos(end), stats);
@@ -508,6 +514,12 @@ impl Sim<'_> {
         self.timeouts += 1;
         f.ssthresh = (f.cwnd / 2.0).max(2.0);
         f.cwnd = 1.0;
+        // RFC 6582 §4 / Linux's high_seq: no fast retransmit until everything sent before the
+        // timeout is acknowledged, and no ECN reduction for that window either (Linux's
+        // tcp_enter_cwr acts only in the Open and Disorder states).
+        f.recover = f.recover.max(f.nxt);
+        f.cwr_end = f.cwr_end.max(f.nxt);
+        f.infl = 0.0;
         f.nxt = f.una;
         f.in_recovery = false;
         f.dupacks = 0;
@@ -568,6 +580,8 @@ impl Sim<'_> {
         if f.state != St::Open {
             return;
         }
+        let advanced = ack > f.una;
+        let mut fast_retransmit = false;
         if ack > f.una {
             let newly = ack - f.una;
             // Congestion-window validation (RFC 7661, Linux's tcp_is_cwnd_limited): the window
@@ -607,12 +621,19 @@ impl Sim<'_> {
                 if f.una >= f.recover {
                     f.in_recovery = false;
                     f.cwnd = f.ssthresh;
+                    f.infl = 0.0;
                 } else if f.una < f.n {
+                    // Partial ACK (RFC 6582 §3.2 step 5): deflate the window by the data it
+                    // acknowledges, add one segment back, retransmit the next hole.
+                    f.infl = f.infl - newly as f64 + 1.0;
                     let u = f.una;
                     f.rtt_time = 0;
                     self.send(flow, DATA, u, false);
                 }
-            } else if cwnd_limited {
+            } else if cwnd_limited && f.una >= f.cwr_end {
+                // The window grows only outside the round after an ECN reduction (Linux's CWR
+                // state: tcp_cong_control reduces there and never calls tcp_cong_avoid; ns-3's
+                // CA_CWR likewise skips IncreaseWindow).
                 let f = &mut self.flows[flow as usize];
                 if f.cwnd < f.ssthresh {
                     f.cwnd += newly as f64;
@@ -626,12 +647,22 @@ impl Sim<'_> {
                 f.marked_win += 1;
             }
             f.acked_win += 1;
-            if f.dupacks == 3 && !f.in_recovery {
+            if f.in_recovery {
+                // Every further duplicate ACK is a segment that left the network (RFC 6582 §3.2
+                // step 4: inflate the window by one).
+                f.infl += 1.0;
+            } else if f.dupacks == 3 && f.una >= f.recover {
+                // Fast retransmit, unless this is still the window of an earlier loss (RFC 6582
+                // §4); ECE in the window being recovered reduces no further.
                 f.ssthresh = (f.cwnd / 2.0).max(2.0);
                 f.cwnd = f.ssthresh;
                 f.in_recovery = true;
                 f.recover = f.nxt;
+                f.infl = 3.0;
+                f.cwr_end = f.cwr_end.max(f.nxt);
                 f.rtt_time = 0;
+                fast_retransmit = true;
+                self.fast_retransmits += 1;
                 let u = f.una;
                 self.send(flow, DATA, u, false);
             }
@@ -651,7 +682,12 @@ impl Sim<'_> {
             return;
         }
         self.try_send(flow);
-        self.rearm(flow);
+        let f = &self.flows[flow as usize];
+        // The retransmission timer restarts when new data is acknowledged or the head is fast
+        // retransmitted (Linux: tcp_rearm_rto, tcp_xmit_retransmit_queue), not on a duplicate ACK.
+        if advanced || fast_retransmit || f.deadline == 0 {
+            self.rearm(flow);
+        }
     }
 
     fn rearm(&mut self, flow: u32) {
@@ -669,7 +705,7 @@ impl Sim<'_> {
         loop {
             let tsq = self.tsq[self.flows[flow as usize].fwd.links()[0] as usize];
             let f = &mut self.flows[flow as usize];
-            let wnd = f.cwnd.max(1.0) as u32;
+            let wnd = if f.in_recovery { f.cwnd + f.infl } else { f.cwnd }.max(1.0) as u32;
             if f.nxt >= f.n || f.nxt - f.una >= wnd || f.nic_bytes >= tsq {
                 break;
             }

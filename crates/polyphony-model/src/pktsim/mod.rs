@@ -10,10 +10,14 @@
 //!   whose length (including the packet) exceeds K; [`Marking::Sojourn`] sets CE on a data packet
 //!   leaving a switch queue after waiting longer than K·8/C (the testbed's tc-BPF marker).
 //! * **Senders** run DCTCP (RFC 8257): α EWMA with g = 1/16 per window of data, cwnd cut by α/2
-//!   at most once per window on ECE, slow start from the class's initcwnd (the window grows only
-//!   while it limits the sender: RFC 7661 / Linux's `tcp_is_cwnd_limited`), NewReno fast
-//!   retransmit on three duplicate ACKs, RTO with a minimum (Linux: 200 ms) and exponential
-//!   back-off, go-back-N after a timeout. The receiver ACKs every segment, echoes CE in ECE,
+//!   at most once per window on ECE and held (no growth) until that window is acknowledged, as
+//!   Linux's CWR state does; slow start from the class's initcwnd (the window grows only while
+//!   it limits the sender: RFC 7661 / Linux's `tcp_is_cwnd_limited`); NewReno (RFC 6582) fast
+//!   retransmit on three duplicate ACKs with window inflation during recovery, partial ACKs
+//!   retransmitting the next hole, no new fast retransmit before the recovery point after a
+//!   timeout; cwnd halved on loss (Linux's `dctcp_react_to_loss`); RTO with a minimum (Linux:
+//!   200 ms, rto = srtt + max(4·rttvar, min)), restarted by new ACKs and fast retransmits (not by
+//!   duplicate ACKs), exponential back-off, go-back-N after a timeout. The receiver ACKs every segment, echoes CE in ECE,
 //!   and buffers out-of-order segments. A sender keeps at most about 1 ms of its NIC's line
 //!   rate queued at the NIC (Linux's TCP small queues, [`PktSimOptions::tsq_window`]); without
 //!   it a window that the switch never marks would pile up in the host's unmarked queue.
