@@ -10,6 +10,7 @@ pub mod daemon;
 pub mod delegate;
 pub mod demo;
 pub mod font;
+pub mod fuzzing;
 pub mod http;
 pub mod metrics;
 pub mod network;

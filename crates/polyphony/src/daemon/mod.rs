@@ -421,6 +421,9 @@ impl Daemon {
                 self.sources = sources;
                 if self.mode != n.mode {
                     self.actuated = false;
+                    if n.mode == Mode::Advise {
+                        self.abandon_rollout("advise mode").await;
+                    }
                 }
                 self.mode = n.mode;
                 publish::mode(&self.metrics, self.mode);
@@ -440,6 +443,9 @@ impl Daemon {
             ApiCommand::Reload => self.reload().await,
             ApiCommand::SetMode(m) => {
                 info!("mode set to {} through the API", m.as_str());
+                if m == Mode::Advise {
+                    self.abandon_rollout("advise mode").await;
+                }
                 self.mode = m;
                 self.actuated = false;
                 publish::mode(&self.metrics, m);
@@ -532,10 +538,35 @@ impl Daemon {
         }
     }
 
+    /// Ends a staged apply without touching the devices: the stages reached so far stay, and
+    /// the configuration in force becomes what the devices hold.
+    async fn abandon_rollout(&mut self, why: &str) {
+        let Some(r) = self.rollout.take() else {
+            return;
+        };
+        let reached: Vec<String> = self.stages[..=r.current()].concat();
+        warn!(
+            "staged apply ended at stage {} of {} ({why}); the stages reached keep the new configuration",
+            r.current() + 1,
+            r.stages().len()
+        );
+        match self.read_back_over(r.from().clone(), reached).await {
+            Ok(c) => self.state.config_in_force = c,
+            Err(e) => error!("reading back the stages reached: {e:#}"),
+        }
+        if let Err(e) = self.save() {
+            error!("{e:#}");
+        }
+        self.publish_state();
+    }
+
     /// The stop: with `on_exit = "revert"` (apply mode), restores the configuration found at
     /// start on every device not stood aside from; with `"keep"` leaves the network alone.
     async fn exit(&mut self) -> Result<()> {
         let policy = self.loaded.config.on_exit;
+        if policy == OnExit::Keep {
+            self.abandon_rollout("stopping with on_exit = \"keep\"").await;
+        }
         if policy == OnExit::Keep || self.mode != Mode::Apply || self.actuators.is_none() {
             info!(
                 on_exit = policy.as_str(),
