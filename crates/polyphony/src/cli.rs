@@ -90,9 +90,11 @@ pub struct DaemonArgs {
 /// A network model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModelArg {
-    /// Flow-level model: fast, approximate (the controller's model).
+    /// flowsim's aggregate mode with the learned correction (the controller's model).
+    FlowsimCorrected,
+    /// Flow-level model, per-flow mode.
     Flowsim,
-    /// Flow-level model in its aggregate mode: per-class fluid backlogs, faster still.
+    /// Flow-level model in its aggregate mode, uncorrected.
     FlowsimAggregate,
     /// Packet-level simulator: slower, the reference.
     Pktsim,

@@ -88,7 +88,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     // The one control step the daemon and the evaluation harness run too; the demo has no
     // guard and no warm-up.
     let mut step = ControlStep::new(controller, StepPolicy { guard: None }, start.clone(), Vec::new());
-    let flowsim = ModelKind::default().model();
+    let flowsim = ModelKind::default().model()?;
     let threads = pool(0);
     let mut out = std::io::stdout().lock();
     let mut json = match &args.json {

@@ -94,6 +94,9 @@ struct Daemon {
 
 async fn run(loaded: LoadedConfig, max_iterations: Option<u64>) -> Result<()> {
     let c = &loaded.config;
+    // A model that cannot load (a bad correction artifact) stops the daemon here, not at its
+    // first decision.
+    c.model.kind.model()?;
     let dir = StateDir::open(&c.state_dir)?;
     let (step, state) = match dir.load()? {
         Some(s) => {
@@ -410,7 +413,7 @@ impl Daemon {
         step.set_policy(policy(&c));
         let model = Arc::new(
             WindowModel::new(
-                c.model.kind.model(),
+                c.model.kind.model()?,
                 self.context.clone(),
                 got.workload.clone(),
                 self.pool.clone(),
