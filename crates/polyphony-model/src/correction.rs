@@ -364,12 +364,22 @@ impl Forest {
 }
 
 /// A trained correction: its header and its forest.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Correction {
     /// The header lines' `(key, value)` pairs (training command, data seeds, …).
     pub header: Vec<(String, String)>,
     /// The forest.
     pub forest: Forest,
+}
+
+/// The header and the forest's size (not its 100 000 nodes).
+impl std::fmt::Debug for Correction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Correction")
+            .field("header", &self.header)
+            .field("trees", &self.forest.trees.len())
+            .finish()
+    }
 }
 
 const SHIPPED: &[u8] = include_bytes!("../../../models/correction/flowsim-aggregate.forest");
