@@ -88,7 +88,9 @@ fn setup(p: &Planned, o: &EvalOptions) -> Result<(LoopSetup, ScenarioTraffic), E
         iterations: o.iterations,
         warmup: o.warmup,
         guard: None,
-        model: ModelKind::default().model(),
+        model: ModelKind::default()
+            .model()
+            .map_err(|e| EvalError::Scenario(format!("the model: {e}")))?,
         context: traffic.context.clone(),
     };
     Ok((s, traffic))
@@ -134,11 +136,13 @@ pub fn run_study(
                             // A model value per run: flowsim keeps the plan of its last window,
                             // and runs in parallel bring different windows (one shared value
                             // would re-plan on nearly every call, under its lock).
-                            let own = LoopSetup {
-                                model: ModelKind::default().model(),
-                                ..setup.clone()
-                            };
-                            let r = run_tuner(t, *s, &own, &mut ground, &pool(model_threads), tick);
+                            let r = ModelKind::default()
+                                .model()
+                                .map_err(|e| EvalError::Scenario(format!("the model: {e}")))
+                                .and_then(|model| {
+                                    let own = LoopSetup { model, ..setup.clone() };
+                                    run_tuner(t, *s, &own, &mut ground, &pool(model_threads), tick)
+                                });
                             if let Ok(mut slot) = slots[i].lock() {
                                 *slot = Some(r);
                             }

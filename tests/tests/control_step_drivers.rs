@@ -82,7 +82,7 @@ fn daemon_and_bench_drivers_decide_identically_on_one_observation_sequence() {
         iterations: (INTERVALS - 2) as usize,
         warmup: c.warmup_intervals,
         guard: Some(c.guard.max_objective),
-        model: ModelKind::default().model(),
+        model: ModelKind::default().model().unwrap(),
         context: context.clone(),
     };
     let (mut bench, start) = closed_loop::make_step("polyphony", c.controller.seed, &setup).unwrap();
@@ -106,7 +106,14 @@ fn daemon_and_bench_drivers_decide_identically_on_one_observation_sequence() {
         if index == MISSING {
             sli.classes.retain(|k| k.dscp != c.classes[1].dscp);
         }
-        let window_model = |w| WindowModel::new(ModelKind::default().model(), context.clone(), w, threads.clone());
+        let window_model = |w| {
+            WindowModel::new(
+                ModelKind::default().model().unwrap(),
+                context.clone(),
+                w,
+                threads.clone(),
+            )
+        };
         let d = polyphony::daemon::decide(
             &mut daemon,
             &config,

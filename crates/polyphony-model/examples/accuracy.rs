@@ -1,4 +1,4 @@
-//! flowsim (both modes, side by side) against pktsim on a scenario across random configurations
+//! The flow-level models (flowsim's two modes and the corrected model, side by side) against pktsim on a scenario across random configurations
 //! from `KnobSpace::per_class_default`: per-class p99 mean absolute relative error, Spearman rank
 //! correlation of J (LSE with c = 10, λ = 0.5, r_i = p99_i / SLO_i), and the speed ratio, all
 //! measured in one run on one core. Prints a Markdown table.
@@ -28,7 +28,7 @@ mod common;
 
 use anyhow::Result;
 use clap::Parser;
-use polyphony_model::{FlowSim, FlowSimMode, ModelInput, ModelOutput, NetworkModel, PktSim};
+use polyphony_model::{Corrected, FlowSim, FlowSimMode, ModelInput, ModelOutput, NetworkModel, PktSim};
 use polyphony_spec::NetworkConfig;
 use std::time::Instant;
 
@@ -91,11 +91,18 @@ fn main() -> Result<()> {
     } = a.sample.load()?;
     let flows = input.workload.flows.len();
 
-    let modes = [
-        ("per-flow", FlowSimMode::PerFlow),
-        ("aggregate", FlowSimMode::Aggregate),
+    // The flow-level models, each with a constructor for a fresh value (no plan yet).
+    type Fresh = fn() -> Result<Box<dyn NetworkModel>>;
+    let modes: [(&str, Fresh); 3] = [
+        ("flowsim per-flow", || {
+            Ok(Box::new(FlowSim::with_mode(FlowSimMode::PerFlow)))
+        }),
+        ("flowsim aggregate", || {
+            Ok(Box::new(FlowSim::with_mode(FlowSimMode::Aggregate)))
+        }),
+        ("flowsim-corrected", || Ok(Box::new(Corrected::shipped()?))),
     ];
-    let sims: Vec<FlowSim> = modes.iter().map(|&(_, mode)| FlowSim::with_mode(mode)).collect();
+    let sims: Vec<Box<dyn NetworkModel>> = modes.iter().map(|(_, f)| f()).collect::<Result<_>>()?;
     // Side by side: pktsim evaluates the configurations one at a time, and after each of them
     // every flowsim mode evaluates the whole batch (and the controller-sized batch), so both
     // models are timed under the same load from the other processes on the machine.
@@ -111,19 +118,20 @@ fn main() -> Result<()> {
     for sim in &sims {
         sim.evaluate(&input, &configs);
     }
+    let fresh: Vec<Fresh> = modes.iter().map(|&(_, f)| f).collect();
     for k in 0..configs.len() {
         let (mut o, t) = timed(&PktSim::default(), &input, &configs[k..=k], 1)?;
         po.append(&mut o);
         pt.wall += t.wall;
         pt.cpu += t.cpu;
         for (m, sim) in sims.iter().enumerate() {
-            let (o, t) = timed(sim, &input, &configs, per_turn)?;
+            let (o, t) = timed(sim.as_ref(), &input, &configs, per_turn)?;
             fos[m] = o;
             samples[m].push(t);
             // The first call on a window: a fresh value, which plans before it evaluates.
-            first_samples[m].push(timed(&FlowSim::new(sim.options), &input, &configs, 1)?.1);
+            first_samples[m].push(timed(fresh[m]()?.as_ref(), &input, &configs, 1)?.1);
             if !big.is_empty() {
-                big_samples[m].push(timed(sim, &input, &big, 1)?.1);
+                big_samples[m].push(timed(sim.as_ref(), &input, &big, 1)?.1);
             }
         }
     }
@@ -171,14 +179,16 @@ fn main() -> Result<()> {
                 .iter()
                 .map(|c| format!("{:.2}/{}/{}", c.weight, c.ecn_threshold.0, c.init_cwnd.0))
                 .collect();
+            let per: Vec<String> = modes
+                .iter()
+                .enumerate()
+                .map(|(m, (name, _))| format!("{name}: J {:.2} p99 {:?}", js[m][k], round(&fos[m].0[k])))
+                .collect();
             println!(
-                "config {k:2} [{}]: J per-flow {:.2} aggregate {:.2} pktsim {:.2} · p99 per-flow {:?} aggregate {:?} pktsim {:?}",
+                "config {k:2} [{}]: {} · pktsim: J {:.2} p99 {:?}",
                 knobs.join(" "),
-                js[0][k],
-                js[1][k],
+                per.join(" · "),
                 jp[k],
-                round(&fos[0].0[k]),
-                round(&fos[1].0[k]),
                 round(&po[k])
             );
         }
@@ -195,77 +205,79 @@ fn main() -> Result<()> {
         a.sample.config_seed
     );
     println!();
-    println!("| quantity | flowsim per-flow | flowsim aggregate |");
-    println!("|---|---|---|");
+    let names: Vec<&str> = modes.iter().map(|(n, _)| *n).collect();
+    println!("| quantity | {} |", names.join(" | "));
+    println!("|---|{}", "---|".repeat(names.len()));
+    let row = |label: String, cells: Vec<String>| println!("| {label} | {} |", cells.join(" | "));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64 * 100.0;
     for (i, c) in s.classes.iter().enumerate() {
-        println!(
-            "| p99 slowdown MARE vs pktsim, {} | {:.1} % | {:.1} % |",
-            c.name,
-            are[0][i] * 100.0,
-            are[1][i] * 100.0
+        row(
+            format!("p99 slowdown MARE vs pktsim, {}", c.name),
+            are.iter().map(|e| format!("{:.1} %", e[i] * 100.0)).collect(),
         );
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64 * 100.0;
-    println!(
-        "| p99 slowdown MARE vs pktsim, all classes | {:.1} % | {:.1} % |",
-        mean(&are[0]),
-        mean(&are[1])
+    row(
+        "p99 slowdown MARE vs pktsim, all classes".into(),
+        are.iter().map(|e| format!("{:.1} %", mean(e))).collect(),
     );
-    println!(
-        "| Spearman ρ of J across configurations (vs pktsim) | {:.3} | {:.3} |",
-        common::spearman(&js[0], &jp),
-        common::spearman(&js[1], &jp)
+    row(
+        "Spearman ρ of J across configurations (vs pktsim)".into(),
+        js.iter().map(|j| format!("{:.3}", common::spearman(j, &jp))).collect(),
     );
     let ms = |t: f64, k: usize| t * 1e3 / k as f64;
     let nc = configs.len();
-    let (f0, f1) = (fos[0].1, fos[1].1);
-    println!(
-        "| wall time per configuration, batch of {nc} (median of {} turns) | {:.4} ms ({:.2} M flows/s) | {:.4} ms ({:.2} M flows/s) |",
-        nc,
-        ms(f0.wall, nc),
-        (flows * nc) as f64 / f0.wall / 1e6,
-        ms(f1.wall, nc),
-        (flows * nc) as f64 / f1.wall / 1e6
+    row(
+        format!("wall time per configuration, batch of {nc} (median of {nc} turns)"),
+        fos.iter()
+            .map(|(_, t)| {
+                format!(
+                    "{:.4} ms ({:.2} M flows/s)",
+                    ms(t.wall, nc),
+                    (flows * nc) as f64 / t.wall / 1e6
+                )
+            })
+            .collect(),
     );
-    println!(
-        "| CPU time per configuration, batch of {nc} (mean) | {:.4} ms | {:.4} ms |",
-        ms(f0.cpu, nc),
-        ms(f1.cpu, nc)
+    row(
+        format!("CPU time per configuration, batch of {nc} (mean)"),
+        fos.iter().map(|(_, t)| format!("{:.4} ms", ms(t.cpu, nc))).collect(),
     );
-    println!(
-        "| speed ratio pktsim / flowsim, batch of {nc}, wall time | {:.0}× | {:.0}× |",
-        pt.wall / f0.wall,
-        pt.wall / f1.wall
+    row(
+        format!("speed ratio pktsim / model, batch of {nc}, wall time"),
+        fos.iter().map(|(_, t)| format!("{:.0}×", pt.wall / t.wall)).collect(),
     );
-    println!(
-        "| speed ratio pktsim / flowsim, batch of {nc}, CPU time | {:.0}× | {:.0}× |",
-        pt.cpu / f0.cpu,
-        pt.cpu / f1.cpu
+    row(
+        format!("speed ratio pktsim / model, batch of {nc}, CPU time"),
+        fos.iter().map(|(_, t)| format!("{:.0}×", pt.cpu / t.cpu)).collect(),
     );
-    if let [t0, t1] = first_times[..] {
-        println!(
-            "| first call of a window (planning included), batch of {nc}: CPU time per configuration, ratio | {:.4} ms, {:.0}× | {:.4} ms, {:.0}× |",
-            ms(t0.cpu, nc),
-            pt.cpu / t0.cpu,
-            ms(t1.cpu, nc),
-            pt.cpu / t1.cpu
-        );
-    }
-    if let [t0, t1] = big_times[..] {
+    row(
+        format!("first call of a window (planning included), batch of {nc}: CPU time per configuration, ratio"),
+        first_times
+            .iter()
+            .map(|t| format!("{:.4} ms, {:.0}×", ms(t.cpu, nc), pt.cpu / t.cpu))
+            .collect(),
+    );
+    if !big.is_empty() {
         let k = big.len();
-        println!(
-            "| wall (CPU) time per configuration, batch of {k} | {:.4} ({:.4}) ms | {:.4} ({:.4}) ms |",
-            ms(t0.wall, k),
-            ms(t0.cpu, k),
-            ms(t1.wall, k),
-            ms(t1.cpu, k)
+        row(
+            format!("wall (CPU) time per configuration, batch of {k}"),
+            big_times
+                .iter()
+                .map(|t| format!("{:.4} ({:.4}) ms", ms(t.wall, k), ms(t.cpu, k)))
+                .collect(),
         );
-        println!(
-            "| speed ratio pktsim / flowsim, batch of {k}, wall (CPU) time per configuration | {:.0}× ({:.0}×) | {:.0}× ({:.0}×) |",
-            ms(pt.wall, nc) / ms(t0.wall, k),
-            ms(pt.cpu, nc) / ms(t0.cpu, k),
-            ms(pt.wall, nc) / ms(t1.wall, k),
-            ms(pt.cpu, nc) / ms(t1.cpu, k)
+        row(
+            format!("speed ratio pktsim / model, batch of {k}, wall (CPU) time per configuration"),
+            big_times
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{:.0}× ({:.0}×)",
+                        ms(pt.wall, nc) / ms(t.wall, k),
+                        ms(pt.cpu, nc) / ms(t.cpu, k)
+                    )
+                })
+                .collect(),
         );
     }
     println!(

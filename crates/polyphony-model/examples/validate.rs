@@ -19,24 +19,16 @@ mod common;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use polyphony_model::validation::{case, median, objective, spearman, Case, Regime, SeedSet};
-use polyphony_model::{FlowSim, FlowSimMode, FlowSimOptions, ModelOutput, NetworkModel, PktSim};
+use polyphony_model::validation::{case, median, objective, spearman, Case, Regime};
+use polyphony_model::{Corrected, Correction, FlowSim, FlowSimMode, FlowSimOptions, ModelOutput, NetworkModel};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::Arc;
 
 #[derive(Parser)]
 struct Args {
-    /// Seed set: `dev` or `validation`.
-    #[arg(long, default_value = "dev")]
-    set: String,
-    /// Number of cases (scenarios); every 18 consecutive cases cover every regime once.
-    #[arg(long, default_value_t = 36)]
-    cases: u64,
-    /// First case index.
-    #[arg(long, default_value_t = 0)]
-    first: u64,
+    #[command(flatten)]
+    cases: common::CaseArgs,
     /// Random configurations per case.
     #[arg(long, default_value_t = 6)]
     configs: usize,
@@ -50,15 +42,38 @@ struct Args {
     #[arg(long)]
     queue_factor: Option<f64>,
 
+    /// Cache pktsim's outputs in this directory (read when present, written when not).
+    #[arg(long)]
+    pktsim_cache: Option<std::path::PathBuf>,
+    /// The corrected model's artifact (default: the one compiled in).
+    #[arg(long)]
+    correction: Option<std::path::PathBuf>,
     /// Print one line per case as it finishes.
     #[arg(long)]
     verbose: bool,
 }
 
-const MODES: [(&str, FlowSimMode); 2] = [
-    ("per-flow", FlowSimMode::PerFlow),
-    ("aggregate", FlowSimMode::Aggregate),
-];
+/// The models compared with pktsim, by column.
+const MODES: [&str; 3] = ["per-flow", "aggregate", "corrected"];
+
+/// The model of column `m`.
+fn model(m: usize, a: &Args, correction: &Arc<Correction>) -> Box<dyn NetworkModel> {
+    let mut opts = FlowSimOptions {
+        mode: if m == 0 {
+            FlowSimMode::PerFlow
+        } else {
+            FlowSimMode::Aggregate
+        },
+        ..FlowSimOptions::default()
+    };
+    if let Some(q) = a.queue_factor {
+        opts.queue_factor = q;
+    }
+    match m {
+        0 | 1 => Box::new(FlowSim::new(opts)),
+        _ => Box::new(Corrected::new(correction.clone())),
+    }
+}
 
 /// What one case gave.
 struct CaseResult {
@@ -72,29 +87,15 @@ struct CaseResult {
     fs_cpu: Vec<f64>,
 }
 
-fn run_case(c: Case, queue_factor: Option<f64>) -> Result<CaseResult> {
+fn run_case(c: Case, a: &Args, correction: &Arc<Correction>) -> Result<CaseResult> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let flows = input.workload.flows.len();
-    let t0 = common::thread_cpu();
-    let mut pkt = Vec::new();
-    for cfg in &c.configs {
-        let o = PktSim::default().evaluate(&input, std::slice::from_ref(cfg));
-        pkt.push(o.into_iter().next().context("pktsim returned nothing")??);
-    }
-    let pkt_cpu = common::thread_cpu() - t0;
+    let (pkt, pkt_cpu) = common::pktcache::outputs(&c, &input, &a.cases.set, a.pktsim_cache.as_deref())?;
     let mut fs = Vec::new();
     let mut fs_cpu = Vec::new();
-    for (_, mode) in MODES {
+    for m in 0..MODES.len() {
         let t0 = common::thread_cpu();
-        let mut opts = FlowSimOptions {
-            mode,
-            ..FlowSimOptions::default()
-        };
-        if let Some(q) = queue_factor {
-            opts.queue_factor = q;
-        }
-
-        let o = FlowSim::new(opts)
+        let o = model(m, a, correction)
             .evaluate(&input, &c.configs)
             .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
@@ -175,63 +176,49 @@ impl Acc {
 
 fn main() -> Result<()> {
     let a = Args::parse();
-    let set = SeedSet::parse(&a.set)?;
-    let cases: Vec<Case> = (a.first..a.first + a.cases)
+    let (set, range) = a.cases.range()?;
+    let correction = Arc::new(match &a.correction {
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Correction::parse(&bytes).with_context(|| format!("loading {}", path.display()))?
+        }
+        None => Correction::shipped()?,
+    });
+    let cases: Vec<Case> = range
+        .clone()
         .map(|i| case(set, i, a.configs))
         .collect::<Result<_, _>>()?;
-    let next = AtomicU64::new(0);
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|s| -> Result<()> {
-        let workers: Vec<_> = (0..a.threads.max(1))
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                        let Some(c) = cases.get(i) else { return Ok(()) };
-                        let r = run_case(c.clone(), a.queue_factor)?;
-                        if a.verbose {
-                            let e: Vec<String> = (0..MODES.len())
-                                .map(|m| format!("{:.0} %", median(&errors(&r, &r.fs[m])) * 100.0))
-                                .collect();
-                            let rh: Vec<String> =
-                                (0..MODES.len()).map(|m| format!("{:.2}", rho(&r, &r.fs[m]))).collect();
-                            let drops: u64 = r.pkt.iter().map(|o| o.stats.dropped).sum();
-                            let rtos: u64 = r.pkt.iter().map(|o| o.stats.timeouts).sum();
-                            eprintln!(
-                                "case {} [{}] {} classes, {} flows, {:.3} s: median err {:?}, rho {:?}, pktsim {:.1} s, {drops} drops, {rtos} timeouts",
-                                r.case.seed,
-                                r.case.regime,
-                                r.case.scenario.classes.len(),
-                                r.flows,
-                                r.case.scenario.interval_s,
-                                e,
-                                rh,
-                                r.pkt_cpu
-                            );
-                        }
-                        results
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("a worker panicked"))?
-                            .push((i, r));
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+    let results = common::par_map(&cases, a.threads, |c| {
+        let r = run_case(c.clone(), &a, &correction)?;
+        if a.verbose {
+            let e: Vec<String> = (0..MODES.len())
+                .map(|m| format!("{:.0} %", median(&errors(&r, &r.fs[m])) * 100.0))
+                .collect();
+            let rh: Vec<String> = (0..MODES.len()).map(|m| format!("{:.2}", rho(&r, &r.fs[m]))).collect();
+            let drops: u64 = r.pkt.iter().map(|o| o.stats.dropped).sum();
+            let rtos: u64 = r.pkt.iter().map(|o| o.stats.timeouts).sum();
+            eprintln!(
+                "case {} [{}] {} classes, {} flows, {:.3} s: median err {:?}, rho {:?}, pktsim {:.1} s, {drops} drops, {rtos} timeouts",
+                r.case.seed,
+                r.case.regime,
+                r.case.scenario.classes.len(),
+                r.flows,
+                r.case.scenario.interval_s,
+                e,
+                rh,
+                r.pkt_cpu
+            );
         }
-        Ok(())
+        Ok(r)
     })?;
-    let mut results = results.into_inner().map_err(|_| anyhow::anyhow!("a worker panicked"))?;
-    results.sort_by_key(|(i, _)| *i);
 
     if let Some(path) = &a.csv {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {path}"))?);
         writeln!(
             f,
-            "seed,regime,config,class,cdf,load,weight,ecn_k,init_cwnd,flows,pktsim_p99,perflow_p99,aggregate_p99"
+            "seed,regime,config,class,cdf,load,weight,ecn_k,init_cwnd,flows,pktsim_p99,perflow_p99,aggregate_p99,corrected_p99"
         )?;
-        for (_, r) in &results {
+        for r in &results {
             for (k, po) in r.pkt.iter().enumerate() {
                 for (c, m) in r.case.scenario.classes.iter().zip(&r.case.scenario.mix) {
                     let p = |o: &ModelOutput| o.sli.get(c.dscp).map_or(f64::NAN, |x| x.p99);
@@ -241,7 +228,7 @@ fn main() -> Result<()> {
                     };
                     writeln!(
                         f,
-                        "{},{},{k},{},{},{:.4},{:.4},{},{},{n},{:.4},{:.4},{:.4}",
+                        "{},{},{k},{},{},{:.4},{:.4},{},{},{n},{:.4},{:.4},{:.4},{:.4}",
                         r.case.seed,
                         r.case.regime,
                         c.name,
@@ -252,7 +239,8 @@ fn main() -> Result<()> {
                         knobs.init_cwnd.0,
                         p(po),
                         p(&r.fs[0][k]),
-                        p(&r.fs[1][k])
+                        p(&r.fs[1][k]),
+                        p(&r.fs[2][k])
                     )?;
                 }
             }
@@ -261,21 +249,18 @@ fn main() -> Result<()> {
 
     let mut by: BTreeMap<Regime, Acc> = BTreeMap::new();
     let mut all = Acc::default();
-    for (_, r) in &results {
+    for r in &results {
         by.entry(r.case.regime).or_default().add(r);
         all.add(r);
     }
     println!(
         "{} set, cases {}..{}, {} configurations each",
-        a.set,
-        a.first,
-        a.first + a.cases,
-        a.configs
+        a.cases.set, range.start, range.end, a.configs
     );
     println!();
     let mut head = "| regime | cases | class p99s |".to_string();
     let mut rule = "|---|---|---|".to_string();
-    for (name, _) in MODES {
+    for name in MODES {
         head += &format!(" {name}: median p99 error | within 20 % | median ρ of J | CPU ratio |");
         rule += "---|---|---|---|";
     }

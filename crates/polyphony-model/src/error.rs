@@ -69,6 +69,14 @@ pub enum ModelError {
         /// The limit.
         max: usize,
     },
+    /// A learned correction's artifact is malformed or was made for another build.
+    #[error("correction artifact: {what}: {why}")]
+    Artifact {
+        /// The part of the artifact at fault.
+        what: String,
+        /// What is wrong and what to do.
+        why: String,
+    },
     /// A parameter outside its range.
     #[error("{what} = {value}: {why}")]
     Invalid {

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 mod cdf;
+pub mod correction;
 mod error;
 pub mod flowsim;
 mod model;
@@ -28,6 +29,7 @@ pub mod validation;
 mod window;
 
 pub use cdf::SizeCdf;
+pub use correction::{Corrected, Correction};
 pub use error::ModelError;
 pub use flowsim::{FlowSim, FlowSimMode, FlowSimOptions};
 pub use model::{output_from_fcts, ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};

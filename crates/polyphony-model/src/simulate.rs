@@ -6,6 +6,7 @@
 //!
 //! Reads no file and no clock: the CDFs are the shipped ones, and the caller times the run.
 
+use crate::correction::Corrected;
 use crate::error::ModelError;
 use crate::flowsim::{FlowSim, FlowSimMode};
 use crate::model::{ModelInput, ModelOutput, NetworkModel};
@@ -19,16 +20,20 @@ use polyphony_spec::{
 use std::fmt;
 use std::sync::Arc;
 
-/// Which model to run, by the name configs and command lines use (`"flowsim"`,
-/// `"flowsim-aggregate"`, `"pktsim"`).
+/// Which model to run, by the name configs and command lines use (`"flowsim-corrected"`,
+/// `"flowsim"`, `"flowsim-aggregate"`, `"pktsim"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum ModelKind {
-    /// The fast flow-level model, per-flow mode (`FlowSimMode::PerFlow`): the controller's default.
+    /// flowsim's aggregate mode with the learned correction compiled into the crate
+    /// ([`Corrected`]): the controller's default.
     #[default]
+    #[serde(rename = "flowsim-corrected")]
+    FlowSimCorrected,
+    /// The flow-level model, per-flow mode (`FlowSimMode::PerFlow`).
     #[serde(rename = "flowsim")]
     FlowSim,
-    /// The fast flow-level model, aggregate mode (`FlowSimMode::Aggregate`: per-class fluid
-    /// backlogs; the faster and, on the reference scenario, more accurate mode — docs/models.md).
+    /// The flow-level model, aggregate mode (`FlowSimMode::Aggregate`: per-class fluid
+    /// backlogs, uncorrected).
     #[serde(rename = "flowsim-aggregate")]
     FlowSimAggregate,
     /// The packet-level simulator.
@@ -37,35 +42,43 @@ pub enum ModelKind {
 }
 
 impl ModelKind {
-    /// Parses `"flowsim"`, `"flowsim-aggregate"` or `"pktsim"`.
+    /// Every model, in the order names are listed.
+    pub const ALL: [ModelKind; 4] = [
+        ModelKind::FlowSimCorrected,
+        ModelKind::FlowSim,
+        ModelKind::FlowSimAggregate,
+        ModelKind::PktSim,
+    ];
+
+    /// Parses a model's name ([`ModelKind::as_str`]).
     pub fn parse(s: &str) -> Result<ModelKind, ModelError> {
-        match s {
-            "flowsim" => Ok(ModelKind::FlowSim),
-            "flowsim-aggregate" => Ok(ModelKind::FlowSimAggregate),
-            "pktsim" => Ok(ModelKind::PktSim),
-            other => Err(ModelError::invalid(
+        ModelKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| {
+            ModelError::invalid(
                 "model",
-                other,
-                "use \"flowsim\", \"flowsim-aggregate\" or \"pktsim\"",
-            )),
-        }
+                s,
+                "use \"flowsim-corrected\", \"flowsim\", \"flowsim-aggregate\" or \"pktsim\"",
+            )
+        })
     }
-    /// `"flowsim"`, `"flowsim-aggregate"` or `"pktsim"`.
+    /// `"flowsim-corrected"`, `"flowsim"`, `"flowsim-aggregate"` or `"pktsim"`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ModelKind::FlowSimCorrected => "flowsim-corrected",
             ModelKind::FlowSim => "flowsim",
             ModelKind::FlowSimAggregate => "flowsim-aggregate",
             ModelKind::PktSim => "pktsim",
         }
     }
 
-    /// The model itself, with its default options.
-    pub fn model(self) -> Arc<dyn NetworkModel> {
-        match self {
+    /// The model itself, with its default options; the corrected model's compiled-in artifact
+    /// is parsed here, and a bad one is an error ([`ModelError::Artifact`]).
+    pub fn model(self) -> Result<Arc<dyn NetworkModel>, ModelError> {
+        Ok(match self {
+            ModelKind::FlowSimCorrected => Arc::new(Corrected::shipped()?),
             ModelKind::FlowSim => Arc::new(FlowSim::default()),
             ModelKind::FlowSimAggregate => Arc::new(FlowSim::with_mode(FlowSimMode::Aggregate)),
             ModelKind::PktSim => Arc::new(PktSim::default()),
-        }
+        })
     }
 }
 
@@ -218,7 +231,7 @@ pub fn simulate(req: &SimulateRequest) -> Result<SimulateReport, ModelError> {
     let mut input = req.input()?;
     input.measure_from = req.warmup;
     input.keep_flows = req.keep_flows;
-    let model = req.model.model();
+    let model = req.model.model()?;
     let out = model
         .evaluate(&input, std::slice::from_ref(&cfg))
         .pop()

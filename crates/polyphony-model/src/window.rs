@@ -282,9 +282,14 @@ mod tests {
         );
         let configs = [uniform, poor_config(&traffic.scenario)];
         let scored = |kind: ModelKind| {
-            WindowModel::new(kind.model(), traffic.context.clone(), w.clone(), pool(1))
-                .predict(&configs, 5)
-                .expect("model SLIs")
+            WindowModel::new(
+                kind.model().expect("model"),
+                traffic.context.clone(),
+                w.clone(),
+                pool(1),
+            )
+            .predict(&configs, 5)
+            .expect("model SLIs")
         };
         let direct = |mode| {
             let input: ModelInput = traffic.context.input(w.clone(), 5);
@@ -294,6 +299,19 @@ mod tests {
                 .map(|r| r.expect("SLIs").sli)
                 .collect::<Vec<_>>()
         };
+        let input: ModelInput = traffic.context.input(w.clone(), 5);
+        let corrected: Vec<_> = crate::correction::Corrected::shipped()
+            .expect("shipped correction")
+            .evaluate(&input, &configs)
+            .into_iter()
+            .map(|r| r.expect("SLIs").sli)
+            .collect();
+        assert_eq!(scored(ModelKind::default()), corrected);
+        assert_ne!(
+            corrected,
+            direct(FlowSimMode::Aggregate),
+            "the correction changes flowsim's p99"
+        );
         let aggregate = scored(ModelKind::FlowSimAggregate);
         assert_eq!(aggregate, direct(FlowSimMode::Aggregate));
         assert_eq!(scored(ModelKind::FlowSim), direct(FlowSimMode::PerFlow));

@@ -43,8 +43,8 @@ pub enum Command {
     /// The closed loop on the reference scenario against a simulated network (no root needed).
     ///
     /// The "live" network is the packet-level simulator (pktsim); the controller's model is
-    /// flowsim. The loop starts from a deliberately poor configuration (skewed weights, tiny
-    /// initial windows), prints one line per iteration (per-class p99 vs SLO, objective J, the
+    /// flowsim-corrected. The loop starts from a deliberately poor configuration (skewed
+    /// weights, tiny initial windows), prints one line per iteration (per-class p99 vs SLO, objective J, the
     /// prediction ĝ ×÷ e^σ, the controller's reason), reports the iteration from which all SLOs held
     /// for 3 consecutive iterations, and writes a plot.
     Demo(DemoArgs),
@@ -90,9 +90,11 @@ pub struct DaemonArgs {
 /// A network model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModelArg {
-    /// Flow-level model: fast, approximate (the controller's model).
+    /// flowsim's aggregate mode with the learned correction (the controller's model).
+    FlowsimCorrected,
+    /// Flow-level model, per-flow mode.
     Flowsim,
-    /// Flow-level model in its aggregate mode: per-class fluid backlogs, faster still.
+    /// Flow-level model in its aggregate mode, uncorrected.
     FlowsimAggregate,
     /// Packet-level simulator: slower, the reference.
     Pktsim,

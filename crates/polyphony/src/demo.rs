@@ -1,6 +1,6 @@
 //! `polyphony demo`: the closed loop on a scenario (the reference scenario at medium SLO
 //! tightness, time-scaled for simulation, embedded) against the in-process simulated network —
-//! pktsim plays the live network, flowsim is the controller's model — starting from a
+//! pktsim plays the live network, flowsim-corrected is the controller's model — starting from a
 //! deliberately poor configuration. One line per iteration, the convergence iteration (polyphony-core's
 //! definition: the first iteration from which all SLOs hold for 3 consecutive iterations), and a
 //! plot. Writes only the plot and the optional JSON-lines file.
@@ -88,7 +88,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     // The one control step the daemon and the evaluation harness run too; the demo has no
     // guard and no warm-up.
     let mut step = ControlStep::new(controller, StepPolicy { guard: None }, start.clone(), Vec::new());
-    let flowsim = ModelKind::default().model();
+    let flowsim = ModelKind::default().model()?;
     let threads = pool(0);
     let mut out = std::io::stdout().lock();
     let mut json = match &args.json {
@@ -113,8 +113,9 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        "live network: pktsim ({} s of traffic per iteration); controller model: flowsim on {} threads; start: {}",
+        "live network: pktsim ({} s of traffic per iteration); controller model: {} on {} threads; start: {}",
         scenario.interval_s,
+        flowsim.name(),
         threads.current_num_threads(),
         describe(&start)
     )?;
@@ -137,7 +138,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         bar.set_message("measuring the live network (pktsim)");
         let m = network.measure(t, &config)?;
         let t_live = t0.elapsed().as_secs_f64();
-        bar.set_message("choosing the next configuration (flowsim + GP + EI)");
+        bar.set_message("choosing the next configuration (model + GP + EI)");
         let model = WindowModel::new(
             flowsim.clone(),
             traffic.context.clone(),

@@ -136,7 +136,12 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         None => config_window(&loaded, iteration).map_err(Failure::Runtime)?,
     };
     let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
-    let model = WindowModel::new(c.model.kind.model(), context, Arc::new(workload), pool(c.model.threads));
+    let model = WindowModel::new(
+        c.model.kind.model().map_err(|e| Failure::Runtime(e.into()))?,
+        context,
+        Arc::new(workload),
+        pool(c.model.threads),
+    );
     let p = controller
         .propose(&model)
         .map_err(|e| Failure::Runtime(anyhow!("the controller could not propose: {e}")))?;

@@ -59,6 +59,7 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
     let mut req = SimulateRequest::new(
         scenario,
         match args.model {
+            ModelArg::FlowsimCorrected => ModelKind::FlowSimCorrected,
             ModelArg::Flowsim => ModelKind::FlowSim,
             ModelArg::FlowsimAggregate => ModelKind::FlowSimAggregate,
             ModelArg::Pktsim => ModelKind::PktSim,

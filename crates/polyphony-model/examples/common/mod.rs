@@ -3,6 +3,7 @@
 //! (`sample.rs`).
 #![allow(dead_code)]
 
+pub mod pktcache;
 pub mod sample;
 
 #[allow(unused_imports)] // each example uses some of them
@@ -21,5 +22,62 @@ pub fn thread_cpu() -> f64 {
         ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
     } else {
         f64::NAN
+    }
+}
+
+/// `f` applied to every item on `threads` worker threads (items taken in order as workers
+/// free up); the results in item order, or the first error.
+pub fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> anyhow::Result<R> + Sync,
+) -> anyhow::Result<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| -> anyhow::Result<()> {
+        let workers: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                s.spawn(|| -> anyhow::Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(x) = items.get(i) else { return Ok(()) };
+                        let r = f(x)?;
+                        done.lock()
+                            .map_err(|_| anyhow::anyhow!("a worker panicked"))?
+                            .push((i, r));
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+        }
+        Ok(())
+    })?;
+    let mut done = done.into_inner().map_err(|_| anyhow::anyhow!("a worker panicked"))?;
+    done.sort_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Which random cases of `polyphony_model::validation` an example runs.
+#[derive(clap::Args)]
+pub struct CaseArgs {
+    /// Seed set: `dev` or `validation`.
+    #[arg(long, default_value = "dev")]
+    pub set: String,
+    /// Number of cases (scenarios); every 18 consecutive cases cover every regime once.
+    #[arg(long, default_value_t = 36)]
+    pub cases: u64,
+    /// First case index.
+    #[arg(long, default_value_t = 0)]
+    pub first: u64,
+}
+
+impl CaseArgs {
+    /// The seed set and the case indices.
+    pub fn range(&self) -> anyhow::Result<(polyphony_model::validation::SeedSet, std::ops::Range<u64>)> {
+        let set = polyphony_model::validation::SeedSet::parse(&self.set)?;
+        Ok((set, self.first..self.first.saturating_add(self.cases)))
     }
 }

@@ -28,6 +28,7 @@
 
 use super::aggregate::AggPlan;
 use super::Plan;
+use crate::correction::WindowFeatures;
 use crate::error::ModelError;
 use crate::model::ModelInput;
 use crate::topology::Topology;
@@ -38,6 +39,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 pub(crate) struct Planned {
     pub plan: Plan,
     agg: OnceLock<AggPlan>,
+    window: OnceLock<Arc<WindowFeatures>>,
 }
 
 impl Planned {
@@ -45,6 +47,13 @@ impl Planned {
     /// made for).
     pub fn agg(&self, input: &ModelInput) -> &AggPlan {
         self.agg.get_or_init(|| AggPlan::new(input, &self.plan))
+    }
+
+    /// The learned correction's window features (built on first use from `input`).
+    pub fn window(&self, input: &ModelInput) -> Arc<WindowFeatures> {
+        self.window
+            .get_or_init(|| Arc::new(WindowFeatures::new(input, &self.plan.link_loads(input.classes.len()))))
+            .clone()
     }
 }
 
@@ -105,6 +114,7 @@ impl PlanCache {
         let planned = Arc::new(Planned {
             plan: build(input)?,
             agg: OnceLock::new(),
+            window: OnceLock::new(),
         });
         *last = Some((PlanKey::of(input), planned.clone()));
         Ok(planned)

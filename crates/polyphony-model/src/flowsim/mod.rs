@@ -233,7 +233,36 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
     })
 }
 
+impl Plan {
+    /// Each simulated link's rate and the wire bytes each of `classes` classes offers on it.
+    fn link_loads(&self, classes: usize) -> Vec<crate::correction::LinkLoad> {
+        self.links
+            .iter()
+            .map(|(rate, lf)| {
+                let mut class_bytes = vec![0.0; classes];
+                for f in lf {
+                    if let Some(b) = class_bytes.get_mut(f.class as usize) {
+                        *b += f.work;
+                    }
+                }
+                crate::correction::LinkLoad {
+                    rate_bps: rate.0 as f64,
+                    class_bytes,
+                }
+            })
+            .collect()
+    }
+}
+
 impl FlowSim {
+    /// The learned correction's features of `input`'s window (kept with the window's plan).
+    pub(crate) fn window_features(
+        &self,
+        input: &ModelInput,
+    ) -> Result<std::sync::Arc<crate::correction::WindowFeatures>, ModelError> {
+        Ok(self.plans.get(input, plan)?.window(input))
+    }
+
     /// Evaluates one configuration.
     pub fn run(&self, input: &ModelInput, cfg: &NetworkConfig) -> Result<ModelOutput, ModelError> {
         if self.options.mode == FlowSimMode::Aggregate {

@@ -45,12 +45,12 @@ impl Mode {
     }
 }
 
-/// Which network model the controller uses as its fast model f (`kind = "flowsim"`, the
-/// default; `"flowsim-aggregate"`; `"pktsim"`).
+/// Which network model the controller uses as its fast model f (`kind = "flowsim-corrected"`,
+/// the default; `"flowsim"`; `"flowsim-aggregate"`; `"pktsim"`).
 pub use polyphony_model::ModelKind;
 
 /// `[model]`: the controller's model and how its candidates are evaluated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
     /// Which model predicts SLIs for candidate configurations.
@@ -59,15 +59,6 @@ pub struct ModelSection {
     /// Threads evaluating candidates in parallel (0 = one per core).
     #[serde(default)]
     pub threads: usize,
-}
-
-impl Default for ModelSection {
-    fn default() -> Self {
-        ModelSection {
-            kind: ModelKind::FlowSim,
-            threads: 0,
-        }
-    }
 }
 
 /// `[sli]`: where the per-class SLIs of each interval come from.

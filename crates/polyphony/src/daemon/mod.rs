@@ -166,6 +166,9 @@ async fn run(
     max_iterations: Option<u64>,
 ) -> Result<()> {
     let c = &loaded.config;
+    // A model that cannot load (a bad correction artifact) stops the daemon here, not at its
+    // first decision.
+    c.model.kind.model()?;
     let (step, state) = match saved {
         Some(s) => {
             let text = serde_json::to_string(&s.controller)?;
@@ -846,7 +849,7 @@ impl Daemon {
         step.set_policy(policy(&c));
         let model = Arc::new(
             WindowModel::new(
-                c.model.kind.model(),
+                c.model.kind.model()?,
                 self.context.clone(),
                 got.workload.clone(),
                 self.pool.clone(),
