@@ -531,22 +531,13 @@ fn run_links<const L: usize, const W: usize, const CH: usize>(ap: &AggPlan, kn: 
 }
 
 /// Reusable buffers of one batch.
+#[derive(Default)]
 pub(crate) struct AggScratch {
     /// Per flow and lane, while a group of configurations runs.
     lanes: Vec<[F; LANES]>,
     one: Vec<[F; 1]>,
     /// Every lane's slowdowns of the measured flows per class (see [`Slowdowns`]).
     sd: Slowdowns,
-}
-
-impl AggScratch {
-    pub fn new(_classes: usize) -> AggScratch {
-        AggScratch {
-            lanes: Vec::new(),
-            one: Vec::new(),
-            sd: Slowdowns::default(),
-        }
-    }
 }
 
 /// Every lane's slowdowns of the measured flows, per class, as `f32` bits (slowdowns are ≥ 1,

@@ -281,8 +281,7 @@ impl FlowSim {
         ap: &AggPlan,
         configs: &[NetworkConfig],
     ) -> Vec<Result<ModelOutput, ModelError>> {
-        let nc = input.classes.len();
-        let mut scratch = AggScratch::new(nc);
+        let mut scratch = AggScratch::default();
         let mut out: Vec<Result<ModelOutput, ModelError>> = Vec::with_capacity(configs.len());
         // Valid configurations in groups of LANES, evaluated together; invalid ones answered
         // in place.
