@@ -88,9 +88,7 @@ fn setup(p: &Planned, o: &EvalOptions) -> Result<(LoopSetup, ScenarioTraffic), E
         iterations: o.iterations,
         warmup: o.warmup,
         guard: None,
-        model: ModelKind::default()
-            .model()
-            .map_err(|e| EvalError::Scenario(format!("the model: {e}")))?,
+        model: ModelKind::default().model().map_err(EvalError::Model)?,
         context: traffic.context.clone(),
     };
     Ok((s, traffic))
@@ -138,7 +136,7 @@ pub fn run_study(
                             // would re-plan on nearly every call, under its lock).
                             let r = ModelKind::default()
                                 .model()
-                                .map_err(|e| EvalError::Scenario(format!("the model: {e}")))
+                                .map_err(EvalError::Model)
                                 .and_then(|model| {
                                     let own = LoopSetup { model, ..setup.clone() };
                                     run_tuner(t, *s, &own, &mut ground, &pool(model_threads), tick)

@@ -29,6 +29,9 @@ pub enum EvalError {
     /// A scenario could not be loaded or prepared.
     #[error("scenario: {0}")]
     Scenario(String),
+    /// The controller's model could not be built (e.g. a bad correction artifact).
+    #[error("the controller's model")]
+    Model(#[source] polyphony_model::ModelError),
     /// The live network (pktsim or the testbed) failed.
     #[error("ground: {0}")]
     Ground(String),
