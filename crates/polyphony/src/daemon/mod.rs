@@ -728,14 +728,15 @@ impl Daemon {
         match r.applied(result.map_err(|e| format!("{e:#}"))) {
             Some(RolloutAction::RollBack { through, failure }) => self.fail_rollout(r, through, failure).await,
             _ => {
-                info!(
-                    "staged apply: stage {} of {} ({}) in force; judged after one interval",
-                    i + 1,
-                    r.stages().len(),
-                    r.stages()[i].name
-                );
+                // Status first, then the log line: whoever reads the line finds the stage in
+                // `/v1/status` too.
+                let (of, name) = (r.stages().len(), r.stages()[i].name.clone());
                 self.rollout = Some(r);
                 self.publish_state();
+                info!(
+                    "staged apply: stage {} of {of} ({name}) in force; judged after one interval",
+                    i + 1
+                );
                 Ok(())
             }
         }
@@ -751,17 +752,17 @@ impl Daemon {
             self.metrics.actuator_errors.inc();
             error!("staged apply: rolling the stages back failed too: {e:#}");
         }
-        error!(
-            "staged apply failed: {failure}; stages 1-{} rolled back; holding the configuration in force until POST /v1/resume",
-            through + 1
-        );
         self.state.rollbacks += 1;
         self.metrics.rollbacks.inc();
-        self.state.held = Some(failure);
+        self.state.held = Some(failure.clone());
         self.rollout = None;
         self.save()?;
         publish::knobs(&self.metrics, &self.loaded.config, &self.state.config_in_force);
         self.publish_state();
+        error!(
+            "staged apply failed: {failure}; stages 1-{} rolled back; holding the configuration in force until POST /v1/resume",
+            through + 1
+        );
         Ok(())
     }
 
