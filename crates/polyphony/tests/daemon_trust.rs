@@ -41,16 +41,8 @@ fn root_or_skip() -> bool {
     is_root()
 }
 
-fn run(argv: &[&str]) -> Result<String, String> {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .output()
-        .map_err(|e| format!("{argv:?}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!("{argv:?}: {}", String::from_utf8_lossy(&out.stderr).trim()))
-    }
+fn run(argv: &[&str]) -> Result<String, testbed::TestbedError> {
+    testbed::cmd::run(argv[0], &argv[1..])
 }
 
 fn must(argv: &[&str]) -> String {

@@ -35,21 +35,9 @@ fn htb_class(sw: &str, classid: &str, rate: &str, ceil: &str, quantum: u64) {
     ]);
 }
 
-/// Runs a command; stdout, or a message with stderr.
-pub fn run(argv: &[&str]) -> Result<String, String> {
-    let out = std::process::Command::new(argv[0])
-        .args(&argv[1..])
-        .output()
-        .map_err(|e| format!("{argv:?}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{argv:?}: {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+/// Runs a command (the testbed's runner); stdout, or the command line with its stderr.
+pub fn run(argv: &[&str]) -> Result<String, testbed::TestbedError> {
+    testbed::cmd::run(argv[0], &argv[1..])
 }
 
 /// Runs a command that must succeed.
