@@ -28,8 +28,8 @@ const MASK48: u64 = (1 << 48) - 1;
 /// One finished connection as the probe reports it (layout: `workfeed_record.h`).
 ///
 /// Addresses are IPv4 in network byte order (`[u8; 4]` as on the wire); timestamps are
-/// `CLOCK_MONOTONIC` nanoseconds of the capturing host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// `CLOCK_MONOTONIC` nanoseconds of the capturing host. The default is all zeros.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct RawRecord {
     /// Local address.
     pub saddr: [u8; 4],

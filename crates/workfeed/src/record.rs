@@ -124,39 +124,36 @@ impl ConnKey {
 mod tests {
     use super::*;
 
-    fn raw(active: bool) -> RawRecord {
+    const CLIENT: ([u8; 4], u16) = ([198, 18, 1, 2], 40000);
+    const SERVER: ([u8; 4], u16) = ([198, 18, 100, 2], 5001);
+
+    /// One socket of an AF11 connection between `local` and `remote`, open from 100 to 200 ns;
+    /// counters left at zero.
+    fn socket(local: ([u8; 4], u16), remote: ([u8; 4], u16), active: bool) -> RawRecord {
         RawRecord {
-            saddr: [198, 18, 1, 2],
-            daddr: [198, 18, 100, 2],
-            sport: 40000,
-            dport: 5001,
-            srtt_us: 20,
-            bytes_acked: 1000,
-            bytes_received: 0,
-            retrans: 0,
+            saddr: local.0,
+            sport: local.1,
+            daddr: remote.0,
+            dport: remote.1,
             dscp: 10,
             flags: FLAG_ESTABLISHED | if active { FLAG_ACTIVE } else { 0 },
             start_ns: 100,
             end_ns: 200,
+            ..RawRecord::default()
         }
     }
 
     #[test]
     fn both_sockets_of_a_connection_share_a_key() {
-        let c = FlowRecord::from_raw(&raw(true), 0);
-        let mut s_raw = raw(false);
-        s_raw.saddr = [198, 18, 100, 2];
-        s_raw.daddr = [198, 18, 1, 2];
-        s_raw.sport = 5001;
-        s_raw.dport = 40000;
-        let s = FlowRecord::from_raw(&s_raw, 0);
+        let c = FlowRecord::from_raw(&socket(CLIENT, SERVER, true), 0);
+        let s = FlowRecord::from_raw(&socket(SERVER, CLIENT, false), 0);
         assert_eq!(c.key(), s.key());
         assert_eq!(c.key().server.port(), 5001);
     }
 
     #[test]
     fn clock_offset_shifts_times_and_round_trips() {
-        let r = FlowRecord::from_raw(&raw(true), 1_000_000);
+        let r = FlowRecord::from_raw(&socket(CLIENT, SERVER, true), 1_000_000);
         assert_eq!(r.start, Nanos(1_000_100));
         assert_eq!(r.duration(), Nanos(100));
         assert_eq!(FlowRecord::from_raw(&r.to_raw(), 0), r);
