@@ -31,6 +31,15 @@ fn db(args: &[&str]) -> Command {
     Command::new(argv)
 }
 
+/// `sonic-db-cli CONFIG_DB hset KEY FIELD VALUE …`: sets the given fields of one entry.
+fn hset(key: String, fields: &[(&str, String)]) -> Command {
+    let mut argv = vec!["sonic-db-cli".to_string(), "CONFIG_DB".into(), "hset".into(), key];
+    for (field, value) in fields {
+        argv.extend([field.to_string(), value.clone()]);
+    }
+    Command::new(argv)
+}
+
 fn field_u64(v: &Value, key: &str) -> Option<u64> {
     match v.get(key)? {
         Value::String(s) => s.parse().ok(),
@@ -58,29 +67,21 @@ impl Dialect for Sonic {
     fn set(&self, cfg: &VendorConfig, item: &QueueItem, value: Option<&QueueValue>) -> Command {
         let q = item.queue();
         match (item, value) {
-            (QueueItem::Weight { .. }, Some(QueueValue::Percent(p))) => db(&[
-                "hset",
-                &format!("SCHEDULER|{}", scheduler(cfg, q)),
-                "type",
-                "DWRR",
-                "weight",
-                &p.to_string(),
-            ]),
+            (QueueItem::Weight { .. }, Some(QueueValue::Percent(p))) => hset(
+                format!("SCHEDULER|{}", scheduler(cfg, q)),
+                &[("type", "DWRR".into()), ("weight", p.to_string())],
+            ),
             (QueueItem::Weight { .. }, _) => db(&["del", &format!("SCHEDULER|{}", scheduler(cfg, q))]),
-            (QueueItem::Ecn { .. }, Some(QueueValue::Thresholds { min, max })) => db(&[
-                "hset",
-                &format!("WRED_PROFILE|{}", profile(cfg, q)),
-                "ecn",
-                "ecn_all",
-                "wred_green_enable",
-                "true",
-                "green_min_threshold",
-                &min.0.to_string(),
-                "green_max_threshold",
-                &max.0.to_string(),
-                "green_drop_probability",
-                "100",
-            ]),
+            (QueueItem::Ecn { .. }, Some(QueueValue::Thresholds { min, max })) => hset(
+                format!("WRED_PROFILE|{}", profile(cfg, q)),
+                &[
+                    ("ecn", "ecn_all".into()),
+                    ("wred_green_enable", "true".into()),
+                    ("green_min_threshold", min.0.to_string()),
+                    ("green_max_threshold", max.0.to_string()),
+                    ("green_drop_probability", "100".into()),
+                ],
+            ),
             (QueueItem::Ecn { .. }, _) => db(&["del", &format!("WRED_PROFILE|{}", profile(cfg, q))]),
         }
     }
