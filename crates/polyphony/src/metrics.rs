@@ -127,6 +127,13 @@ pub struct Metrics {
     pub stood_aside: Family<StoodAsideLabels, FGauge>,
 }
 
+/// Registers each `field: "help"` of `owner` in `r` under the field's name.
+macro_rules! register_fields {
+    ($r:expr, $owner:expr; $($field:ident: $help:literal,)*) => {
+        $($r.register(stringify!($field), $help, $owner.$field.clone());)*
+    };
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
@@ -162,87 +169,29 @@ impl Metrics {
             stood_aside: Family::default(),
         };
         let r = &mut m.registry;
-        r.register(
-            "class_sli",
-            "Measured SLI (SLO percentile of FCT slowdown) per class",
-            m.class_sli.clone(),
-        );
-        r.register(
-            "class_slo",
-            "SLO threshold on the slowdown per class",
-            m.class_slo.clone(),
-        );
-        r.register(
-            "class_ratio",
-            "SLI over SLO per class; at most 1 is compliant",
-            m.class_ratio.clone(),
-        );
-        r.register(
-            "class_slo_met",
-            "1 when the class met its SLO last interval",
-            m.class_slo_met.clone(),
-        );
-        r.register(
-            "all_slos_met",
-            "1 when every class met its SLO last interval",
-            m.all_slos_met.clone(),
-        );
-        r.register(
-            "objective_measured",
-            "Measured objective g = J(ratios)",
-            m.objective_measured.clone(),
-        );
-        r.register(
-            "objective_predicted",
-            "Predicted objective g-hat at the configuration chosen next",
-            m.objective_predicted.clone(),
-        );
-        r.register(
-            "objective_predicted_sigma",
-            "Standard deviation of the residual's prediction: objective units, or of ln J with the log residual (the default)",
-            m.objective_predicted_sigma.clone(),
-        );
-        r.register("knob", "Knob values in force, physical units", m.knob.clone());
-        r.register("iterations", "Control iterations completed", m.iterations.clone());
-        r.register(
-            "iteration_seconds",
-            "Wall time of one control iteration",
-            m.iteration_seconds.clone(),
-        );
-        r.register(
-            "model_seconds",
-            "Wall time spent in the network model in one iteration",
-            m.model_seconds.clone(),
-        );
-        r.register("gp_samples", "Samples held by the residual GP", m.gp_samples.clone());
-        r.register("regime_shifts", "Regime shifts detected", m.regime_shifts.clone());
-        r.register("actuator_errors", "Actuator failures", m.actuator_errors.clone());
-        r.register(
-            "rollbacks",
-            "Returns to the last known good configuration",
-            m.rollbacks.clone(),
-        );
-        r.register(
-            "workload_flows",
-            "Flows in the workload window per class",
-            m.workload_flows.clone(),
-        );
-        r.register(
-            "workload_offered_mbps",
-            "Offered load of the workload window per class, Mbit/s",
-            m.workload_offered_mbps.clone(),
-        );
-        r.register("mode_apply", "1 in apply mode, 0 in advise mode", m.mode_apply.clone());
-        r.register(
-            "skipped_intervals",
-            "Intervals with nothing to measure or model, by reason",
-            m.skipped_intervals.clone(),
-        );
-        r.register(
-            "stood_aside",
-            "1 for each setting found changed by hand on a device the daemon no longer actuates",
-            m.stood_aside.clone(),
-        );
+        register_fields! { r, m;
+            class_sli: "Measured SLI (SLO percentile of FCT slowdown) per class",
+            class_slo: "SLO threshold on the slowdown per class",
+            class_ratio: "SLI over SLO per class; at most 1 is compliant",
+            class_slo_met: "1 when the class met its SLO last interval",
+            all_slos_met: "1 when every class met its SLO last interval",
+            objective_measured: "Measured objective g = J(ratios)",
+            objective_predicted: "Predicted objective g-hat at the configuration chosen next",
+            objective_predicted_sigma: "Standard deviation of the residual's prediction: objective units, or of ln J with the log residual (the default)",
+            knob: "Knob values in force, physical units",
+            iterations: "Control iterations completed",
+            iteration_seconds: "Wall time of one control iteration",
+            model_seconds: "Wall time spent in the network model in one iteration",
+            gp_samples: "Samples held by the residual GP",
+            regime_shifts: "Regime shifts detected",
+            actuator_errors: "Actuator failures",
+            rollbacks: "Returns to the last known good configuration",
+            workload_flows: "Flows in the workload window per class",
+            workload_offered_mbps: "Offered load of the workload window per class, Mbit/s",
+            mode_apply: "1 in apply mode, 0 in advise mode",
+            skipped_intervals: "Intervals with nothing to measure or model, by reason",
+            stood_aside: "1 for each setting found changed by hand on a device the daemon no longer actuates",
+        }
         m
     }
 

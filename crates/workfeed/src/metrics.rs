@@ -87,6 +87,13 @@ pub struct IpfixExportMetrics {
     pub send_errors: Counter,
 }
 
+/// Registers each `field: "help"` of `owner` in `r` under the field's name.
+macro_rules! register_fields {
+    ($r:expr, $owner:expr; $($field:ident: $help:literal,)*) => {
+        $($r.register(stringify!($field), $help, $owner.$field.clone());)*
+    };
+}
+
 impl IpfixExportMetrics {
     fn register(&self, r: &mut Registry) {
         r.register(
@@ -107,63 +114,21 @@ impl AggregatorMetrics {
     /// Registers every counter under `workfeed_aggregator_*`.
     pub fn register(&self, registry: &mut Registry) {
         let r = registry.sub_registry_with_prefix("workfeed_aggregator");
-        r.register(
-            "datagrams_accepted",
-            "Datagrams accepted",
-            self.datagrams_accepted.clone(),
-        );
-        r.register(
-            "datagrams_rejected",
-            "Datagrams rejected, by reason",
-            self.datagrams_rejected.clone(),
-        );
-        r.register(
-            "records_accepted",
-            "Flow records accepted",
-            self.records_accepted.clone(),
-        );
-        r.register(
-            "records_dropped",
-            "Flow records dropped, by reason",
-            self.records_dropped.clone(),
-        );
-        r.register(
-            "agent_lost_datagrams",
-            "Datagrams known lost per agent (sequence gaps)",
-            self.agent_lost_datagrams.clone(),
-        );
-        r.register(
-            "forwarded_datagrams",
-            "Datagrams forwarded upstream",
-            self.forwarded_datagrams.clone(),
-        );
-        r.register("forward_errors", "Failed upstream sends", self.forward_errors.clone());
-        r.register(
-            "connections",
-            "Connections held in the window",
-            self.connections.clone(),
-        );
-        r.register(
-            "one_sided_connections",
-            "Connections held that only one socket reported so far",
-            self.one_sided_connections.clone(),
-        );
-        r.register(
-            "one_sided_evicted",
-            "Connections forgotten with one socket never reported, by the missing side",
-            self.one_sided_evicted.clone(),
-        );
-        r.register(
-            "window_unclassified",
-            "Flows of the last window left out as unclassified (no DSCP evidence)",
-            self.window_unclassified.clone(),
-        );
-        r.register("ipfix_messages", "IPFIX messages received", self.ipfix_messages.clone());
-        r.register(
-            "ipfix_rejected",
-            "IPFIX records, sets or messages not imported, by reason",
-            self.ipfix_rejected.clone(),
-        );
+        register_fields! { r, self;
+            datagrams_accepted: "Datagrams accepted",
+            datagrams_rejected: "Datagrams rejected, by reason",
+            records_accepted: "Flow records accepted",
+            records_dropped: "Flow records dropped, by reason",
+            agent_lost_datagrams: "Datagrams known lost per agent (sequence gaps)",
+            forwarded_datagrams: "Datagrams forwarded upstream",
+            forward_errors: "Failed upstream sends",
+            connections: "Connections held in the window",
+            one_sided_connections: "Connections held that only one socket reported so far",
+            one_sided_evicted: "Connections forgotten with one socket never reported, by the missing side",
+            window_unclassified: "Flows of the last window left out as unclassified (no DSCP evidence)",
+            ipfix_messages: "IPFIX messages received",
+            ipfix_rejected: "IPFIX records, sets or messages not imported, by reason",
+        }
         self.ipfix_export.register(r);
     }
 
@@ -205,32 +170,14 @@ impl AgentMetrics {
     /// Registers every counter under `workfeed_agent_*`.
     pub fn register(&self, registry: &mut Registry) {
         let r = registry.sub_registry_with_prefix("workfeed_agent");
-        r.register(
-            "records_captured",
-            "Records read from the ring buffer",
-            self.records_captured.clone(),
-        );
-        r.register(
-            "records_sampled_out",
-            "Records dropped by sampling",
-            self.records_sampled_out.clone(),
-        );
-        r.register(
-            "records_sent",
-            "Records sent to the aggregator",
-            self.records_sent.clone(),
-        );
-        r.register(
-            "datagrams_sent",
-            "Datagrams sent to the aggregator",
-            self.datagrams_sent.clone(),
-        );
-        r.register("send_errors", "Failed datagram sends", self.send_errors.clone());
-        r.register(
-            "probe",
-            "The eBPF probe's counters (records lost in the kernel: ringbuf_full, open_failed, untracked_close; missed_events = state changes no probe program handled; standby_events = skips of a main program its standby covered)",
-            self.probe.clone(),
-        );
+        register_fields! { r, self;
+            records_captured: "Records read from the ring buffer",
+            records_sampled_out: "Records dropped by sampling",
+            records_sent: "Records sent to the aggregator",
+            datagrams_sent: "Datagrams sent to the aggregator",
+            send_errors: "Failed datagram sends",
+            probe: "The eBPF probe's counters (records lost in the kernel: ringbuf_full, open_failed, untracked_close; missed_events = state changes no probe program handled; standby_events = skips of a main program its standby covered)",
+        }
         self.ipfix_export.register(r);
     }
 
