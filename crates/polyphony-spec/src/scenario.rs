@@ -354,39 +354,16 @@ fn check_total(field: &str, total: f64) -> Result<(), SpecError> {
 mod tests {
     use super::*;
 
-    const REF: &str = r#"
-name = "reference"
-seed = 7
-interval_s = 12.0
-[topology]
-kind = "dumbbell"
-senders = 3
-rate_mbps = 100
-link_delay_us = 5
-[[classes]]
-name = "AF11"
-dscp = 10
-slo = { max_slowdown = 11.0 }
-[[classes]]
-name = "AF21"
-dscp = 18
-slo = { max_slowdown = 15.0 }
-[[mix]]
-dscp = 10
-size_cdf = "meta-cache"
-load = 0.2
-[[mix]]
-dscp = 18
-size_cdf = "meta-web"
-load = 0.2
-"#;
+    /// The committed reference scenario (medium tightness) is the fixture.
+    const REF: &str = include_str!("../../../configs/scenarios/reference-medium.toml");
 
     #[test]
     fn parses_the_reference_shape() {
         let s = Scenario::from_toml(REF, "ref.toml").unwrap();
-        assert_eq!(s.dscps(), vec![Dscp::AF11, Dscp::AF21]);
+        assert_eq!(s.dscps(), vec![Dscp::AF11, Dscp::AF21, Dscp::AF31]);
         assert_eq!(s.topology.reference_rate(), BitsPerSec::from_mbps(100));
-        assert_eq!(s.mix[0].sigma, 2.0);
+        let without_sigma = Scenario::from_toml(&REF.replace("sigma = 2.0\n", ""), "ref.toml").unwrap();
+        assert_eq!(without_sigma.mix[0].sigma, 2.0, "σ defaults to 2");
         let again = Scenario::from_toml(&s.to_toml().unwrap(), "again").unwrap();
         assert_eq!(again, s);
     }
@@ -394,7 +371,7 @@ load = 0.2
     #[test]
     fn leaf_spine_parses_and_refuses_unknown_keys() {
         let ls = REF.replace(
-            "kind = \"dumbbell\"\nsenders = 3\nrate_mbps = 100\nlink_delay_us = 5",
+            "kind = \"dumbbell\"\nsenders = 3\nrate_mbps = 100\nlink_delay_us = 2.5",
             "kind = \"leaf_spine\"\nracks = 4\nhosts_per_rack = 2\nspines = 2\n\
              host_rate_mbps = 10000\nfabric_rate_mbps = 40000\nlink_delay_us = 2",
         );
@@ -416,22 +393,22 @@ load = 0.2
 
     #[test]
     fn overload_names_the_key() {
-        let bad = REF.replace("load = 0.2\n[[mix]]", "load = 0.9\n[[mix]]");
+        let bad = REF.replacen("load = 0.2", "load = 0.9", 1);
         let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
-        assert!(e.starts_with("mix = 1.1"), "{e}");
+        assert!(e.starts_with("mix = 1.3"), "{e}");
     }
 
     #[test]
     fn unknown_key_gives_line() {
-        let bad = REF.replace("seed = 7", "seed = 7\nsede = 8");
+        let bad = REF.replace("seed = 1", "seed = 1\nsede = 8");
         let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
-        assert!(e.starts_with("ref.toml:4:") && e.contains("sede"), "{e}");
+        assert!(e.starts_with("ref.toml:7:") && e.contains("sede"), "{e}");
     }
 
     #[test]
     fn mix_for_undeclared_class_is_rejected() {
-        let bad = REF.replace("dscp = 18\nsize_cdf", "dscp = 26\nsize_cdf");
+        let bad = REF.replace("dscp = 18\nsize_cdf", "dscp = 34\nsize_cdf");
         let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
-        assert!(e.starts_with("mix[1].dscp = 26"), "{e}");
+        assert!(e.starts_with("mix[1].dscp = 34"), "{e}");
     }
 }
