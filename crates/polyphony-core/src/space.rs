@@ -601,6 +601,46 @@ mod tests {
     }
 
     #[test]
+    fn categorical_knobs_are_validated_and_map_to_configurations() {
+        use polyphony_spec::{CategoricalSpec, CongestionControl};
+        let cc = |n: &str| CongestionControl::new(n).unwrap();
+        let with = |choices: Vec<CongestionControl>| {
+            let mut s = KnobSpace::per_class_default(&DSCPS);
+            s.categorical = vec![CategoricalSpec {
+                dscp: Dscp::AF21,
+                congestion_control: choices,
+            }];
+            s
+        };
+        let e = Space::new(&with(vec![cc("cubic")]), None).unwrap_err().to_string();
+        assert!(e.starts_with("AF21.congestion_control: has 1 choice"), "{e}");
+        let e = Space::new(&with(vec![cc("cubic"), cc("reno"), cc("cubic")]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("AF21.congestion_control: lists cubic twice"), "{e}");
+        let sp = Space::new(&with(vec![cc("dctcp"), cc("cubic"), cc("reno")]), None).unwrap();
+        assert_eq!((sp.dim(), sp.n_features(), sp.choices_at(9)), (10, 10, Some(3)));
+        // Unset is the first choice; the point's coordinate is the index; features one-hot
+        // without the last choice.
+        let x = sp.point_of_config(&base()).unwrap();
+        assert_eq!(x[9], 0.0);
+        let mut z = x.clone();
+        z[9] = 1.7;
+        let y = sp.point_of(&z);
+        assert_eq!(y[9], 2.0);
+        assert_eq!(sp.features(&y)[8..], [0.0, 0.0]);
+        assert_eq!(sp.features(&x)[8..], [1.0, 0.0]);
+        let cfg = sp.config_of(&y, &base()).unwrap();
+        assert_eq!(cfg.classes[1].congestion_control, Some(cc("reno")));
+        assert_eq!(cfg.classes[0].congestion_control, None);
+        assert_eq!(sp.point_of_config(&cfg).unwrap(), y);
+        assert!((sp.distance(&x, &y) - HAMMING_STEP).abs() < 1e-12);
+        // The space survives serialisation (the controller's state) unchanged.
+        let back: Space = serde_json::from_str(&serde_json::to_string(&sp).unwrap()).unwrap();
+        assert_eq!(back, sp);
+    }
+
+    #[test]
     fn config_round_trip_through_a_point() {
         let sp = space();
         let x = sp.point_of_config(&base()).unwrap();
