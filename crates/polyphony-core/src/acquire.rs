@@ -28,6 +28,11 @@
 //! Candidates whose EI saturated at the bound are ordered by their uncensored mean (a 1e-9
 //! tie-break), so the search is never left on a flat plateau.
 //!
+//! Categorical knobs (`space.rs`): the first batch also holds the incumbent's one-change
+//! neighbours ([`categorical_neighbours`]) when a change fits the region, random starts change
+//! one knob in half their draws ([`sample_starts`]), and Nelder–Mead's initial simplex moves each
+//! categorical coordinate by one choice; every candidate is scored at its rounded choice.
+//!
 //! Calls only the [`PerformanceModel`] it is given; no I/O of its own.
 
 use crate::ei::{censored_mean, expected_improvement_above, trust_penalty};
