@@ -445,6 +445,7 @@ mod tests {
                 },
             ],
             initial: None,
+            knobs: None,
         };
         // Two warm-up windows: control interval i measured window 2 + i.
         let warm = 2;

@@ -500,6 +500,7 @@ mod tests {
             mix: vec![],
             phases: vec![],
             initial: None,
+            knobs: None,
         };
         let res = ScenarioResult {
             label: "x".into(),

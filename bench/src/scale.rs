@@ -197,6 +197,7 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
                 .collect(),
             phases: vec![],
             initial: None,
+            knobs: None,
         };
         let (base, reference) = baseline(&sc, TrafficMatrix::Fixed(cell.matrix), opts, seed)?;
         for (tight, factor) in [("high", 1.25), ("low", 1.5)] {

@@ -158,10 +158,10 @@ pub struct Planned {
 
 impl Planned {
     /// A scenario with its default start (the scenario's `initial`, else equal weights,
-    /// K = 30 kB, initcwnd 10) and the per-class default knob space.
+    /// K = 30 kB, initcwnd 10) and its knob space (its own, else the per-class default).
     pub fn new(label: &str, scenario: Scenario, matrix: TrafficMatrix) -> Planned {
         let start = default_start(&scenario);
-        let knobs = KnobSpace::per_class_default(&scenario.dscps());
+        let knobs = scenario.knob_space();
         Planned {
             label: label.into(),
             scenario,

@@ -158,7 +158,9 @@ pub fn make_tuner(
 pub fn random_z(space: &Space, rng: &mut impl Rng, logit_span: f64) -> Vec<f64> {
     (0..space.dim())
         .map(|i| {
-            if i < space.n_hypercube() {
+            if let Some(k) = space.choices_at(i) {
+                rng.gen_range(0..k) as f64
+            } else if i < space.n_hypercube() {
                 rng.gen::<f64>()
             } else {
                 (rng.gen::<f64>() * 2.0 - 1.0) * logit_span

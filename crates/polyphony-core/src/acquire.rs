@@ -28,6 +28,11 @@
 //! Candidates whose EI saturated at the bound are ordered by their uncensored mean (a 1e-9
 //! tie-break), so the search is never left on a flat plateau.
 //!
+//! Categorical knobs (`space.rs`): the first batch also holds the incumbent's one-change
+//! neighbours ([`categorical_neighbours`]) when a change fits the region, random starts change
+//! one knob in half their draws ([`sample_starts`]), and Nelder–Mead's initial simplex moves each
+//! categorical coordinate by one choice; every candidate is scored at its rounded choice.
+//!
 //! Calls only the [`PerformanceModel`] it is given; no I/O of its own.
 
 use crate::ei::{censored_mean, expected_improvement_above, trust_penalty};
@@ -323,6 +328,11 @@ impl Gradient for Problem<'_, '_> {
 }
 
 /// Random optimisation vectors inside the trust region around `centre` (or the whole space).
+///
+/// Categorical knobs: without a trust region a uniform choice each; inside one, the centre's
+/// choices, with one knob (drawn uniformly) changed to another choice in half the draws when a
+/// change fits in the region ([`crate::space::HAMMING_STEP`] ≤ radius); the continuous part
+/// then takes the room left.
 pub fn sample_starts(
     space: &Space,
     centre: &[f64],
@@ -333,19 +343,33 @@ pub fn sample_starts(
     let zc = space.opt_of(centre);
     let d = zc.len();
     let nh = space.n_hypercube();
+    let cats = space.categorical();
     (0..n)
         .map(|_| match radius {
             None => (0..d)
-                .map(|i| {
-                    if i < nh {
-                        rng.gen::<f64>()
-                    } else {
-                        1.5 * standard_normal(rng)
-                    }
+                .map(|i| match space.choices_at(i) {
+                    Some(k) => rng.gen_range(0..k) as f64,
+                    None if i < nh => rng.gen::<f64>(),
+                    None => 1.5 * standard_normal(rng),
                 })
                 .collect(),
             Some(r) => {
-                let dir: Vec<f64> = (0..d).map(|_| standard_normal(rng)).collect();
+                let mut zc = zc.clone();
+                if !cats.is_empty() && crate::space::HAMMING_STEP <= r && rng.gen::<bool>() {
+                    let c = &cats[rng.gen_range(0..cats.len())];
+                    let now = crate::space::round_choice(zc[c.at], c.choices.len()) as usize;
+                    let other = (now + rng.gen_range(1..c.choices.len())) % c.choices.len();
+                    zc[c.at] = other as f64;
+                }
+                let dir: Vec<f64> = (0..d)
+                    .map(|i| {
+                        if space.choices_at(i).is_some() {
+                            0.0
+                        } else {
+                            standard_normal(rng)
+                        }
+                    })
+                    .collect();
                 let at = |t: f64| -> Vec<f64> { zc.iter().zip(&dir).map(|(a, b)| a + t * b).collect() };
                 let dist = |t: f64| space.distance(&space.point_of(&at(t)), centre);
                 // Largest step along `dir` that stays inside the region (bisection).
@@ -366,6 +390,26 @@ pub fn sample_starts(
             }
         })
         .collect()
+}
+
+/// The centre with one categorical knob changed, for every knob and every other choice (the
+/// Hamming-1 neighbourhood CASMOPOLITAN's local search explores), when a change fits in the
+/// trust region; empty without categorical knobs. Deterministic: no draws.
+pub fn categorical_neighbours(space: &Space, centre: &[f64], radius: Option<f64>) -> Vec<Vec<f64>> {
+    if radius.is_some_and(|r| crate::space::HAMMING_STEP > r) {
+        return Vec::new();
+    }
+    let zc = space.opt_of(centre);
+    let mut out = Vec::new();
+    for c in space.categorical() {
+        let now = crate::space::round_choice(zc[c.at], c.choices.len()) as usize;
+        for k in (0..c.choices.len()).filter(|&k| k != now) {
+            let mut z = zc.clone();
+            z[c.at] = k as f64;
+            out.push(z);
+        }
+    }
+    out
 }
 
 /// One standard normal draw (Box–Muller).
@@ -414,6 +458,7 @@ pub fn acquire(
     let ev = Evaluator::new(ctx);
     let mut starts = vec![ctx.space.opt_of(ctx.centre)];
     starts.extend(extra.iter().map(|x| ctx.space.opt_of(x)));
+    starts.extend(categorical_neighbours(ctx.space, ctx.centre, ctx.radius));
     starts.extend(sample_starts(
         ctx.space,
         ctx.centre,
@@ -452,8 +497,15 @@ pub fn acquire(
                 let mut simplex = vec![z0.clone()];
                 for i in 0..z0.len() {
                     let mut v = z0.clone();
-                    let step = if i < nh { 0.1 } else { 0.3 };
-                    v[i] += if i < nh && v[i] + step > 1.0 { -step } else { step };
+                    match ctx.space.choices_at(i) {
+                        // A categorical vertex one choice away: the simplex can move the choice,
+                        // the objective sees the rounded point.
+                        Some(k) => v[i] += if v[i] + 1.0 > (k - 1) as f64 { -1.0 } else { 1.0 },
+                        None => {
+                            let step = if i < nh { 0.1 } else { 0.3 };
+                            v[i] += if i < nh && v[i] + step > 1.0 { -step } else { step };
+                        }
+                    }
                     simplex.push(v);
                 }
                 let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7);

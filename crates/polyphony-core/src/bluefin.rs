@@ -129,7 +129,10 @@ impl Tuner for Bluefin {
                 let nh = self.space.n_hypercube();
                 for (i, (t, p)) in self.theta.iter_mut().zip(&self.direction).enumerate() {
                     *t += step * p;
-                    if i < nh {
+                    if let Some(k) = self.space.choices_at(i) {
+                        // A categorical coordinate, relaxed: kept within its choices' range.
+                        *t = t.clamp(0.0, (k - 1) as f64);
+                    } else if i < nh {
                         *t = t.clamp(0.0, 1.0);
                     }
                 }

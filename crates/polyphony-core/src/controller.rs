@@ -354,16 +354,15 @@ impl Controller {
         })
     }
 
-    /// A controller for a scenario: its classes, the per-class default knob space
-    /// ([`KnobSpace::per_class_default`]) and its initial configuration (or
+    /// A controller for a scenario: its classes, its knob space ([`Scenario::knob_space`]: the
+    /// scenario's own or [`KnobSpace::per_class_default`]) and its initial configuration (or
     /// [`default_initial`]).
     pub fn from_scenario(
         scenario: &Scenario,
         params: ControllerParams,
         variant: Variant,
     ) -> Result<Controller, CoreError> {
-        let dscps = scenario.dscps();
-        let space = KnobSpace::per_class_default(&dscps);
+        let space = scenario.knob_space();
         let initial = scenario
             .initial
             .clone()

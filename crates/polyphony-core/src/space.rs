@@ -1,19 +1,37 @@
 //! The validated knob space: normalisation between physical configurations
-//! ([`NetworkConfig`]) and unit coordinates, the softmax map of simplex blocks, and the mixed
-//! distance of §4.4 (Euclidean on hypercube coordinates + α·Aitchison² per simplex block).
+//! ([`NetworkConfig`]) and unit coordinates, the softmax map of simplex blocks, categorical
+//! knobs, and the mixed distance of §4.4 (Euclidean on hypercube coordinates + α·Aitchison² per
+//! simplex block), extended by γ·Hamming over the categorical knobs.
 //!
 //! Three vectors appear here, all of length [`Space::dim`], hypercube coordinates first:
 //! * a **point** `x`: hypercube coordinates in `[0,1]`, then each block's weights (on the
-//!   floored simplex: `w_i ≥ floor`, `Σ w = 1`);
+//!   floored simplex: `w_i ≥ floor`, `Σ w = 1`), then each categorical knob's choice as an
+//!   index into its allowed set (an integer-valued float);
 //! * an **optimisation vector** `z`: the same hypercube coordinates (clamped into `[0,1]` when
-//!   mapped), then unconstrained logits; `w = floor + (1 − n·floor)·softmax(z)`;
+//!   mapped), then unconstrained logits; `w = floor + (1 − n·floor)·softmax(z)`; then the
+//!   categorical coordinates relaxed to reals, rounded to the nearest index and clamped into
+//!   the set when mapped (Garrido-Merchán & Hernández-Lobato, "Dealing with categorical and
+//!   integer-valued variables in Bayesian optimization with Gaussian processes",
+//!   Neurocomputing 2020: the objective, and so the acquisition, only ever sees rounded points);
 //! * GP **features**: hypercube coordinates, then each block's weights without its last one
-//!   (the weights sum to 1, so the last is redundant and would make a linear mean singular).
+//!   (the weights sum to 1, so the last is redundant and would make a linear mean singular),
+//!   then each categorical knob one-hot without its last choice (for the same reason). A
+//!   stationary kernel on one-hot features is a kernel of which choices differ — the overlap
+//!   (Hamming) kernel CASMOPOLITAN uses for categorical inputs, with a length scale per choice.
+//!
+//! **Trust region in the mixed space.** The distance adds γ·H to the squared distance, H the
+//! number of categorical knobs whose choice differs (Hamming distance): one change costs
+//! √γ = [`HAMMING_STEP`] = 0.15 of distance. With the default radii (initial 0.3, minimum 0.1)
+//! one change fits in the initial region with room for a continuous move of 0.26, two fit once
+//! the region has doubled, and none once it has shrunk below 0.15 — the categorical radius
+//! grows and shrinks with the continuous one, as the Hamming trust region of CASMOPOLITAN does
+//! with successes and failures (Wan et al., "Think Global and Act Local: Bayesian Optimisation
+//! over High-Dimensional Categorical and Mixed Search Spaces", ICML 2021, §3).
 //!
 //! Pure functions over data; no I/O.
 
 use crate::CoreError;
-use polyphony_spec::{Bytes, Dscp, KnobKind, KnobSpace, KnobSpec, NetworkConfig, Packets, Scale};
+use polyphony_spec::{Bytes, CongestionControl, Dscp, KnobKind, KnobSpace, KnobSpec, NetworkConfig, Packets, Scale};
 use serde::{Deserialize, Serialize};
 
 /// One simplex block's place in a point.
@@ -40,12 +58,35 @@ impl Block {
     }
 }
 
+/// Distance between two points that differ in one categorical knob (√γ; module docs).
+pub const HAMMING_STEP: f64 = 0.15;
+
+/// One categorical knob's place in a point: a class's congestion-control algorithm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatKnob {
+    /// The class.
+    pub dscp: Dscp,
+    /// Index of its coordinate in a point.
+    pub at: usize,
+    /// The allowed algorithms; index 0 is what an unset `congestion_control` runs.
+    pub choices: Vec<CongestionControl>,
+}
+
+impl CatKnob {
+    /// `"AF21.congestion_control"`: the knob's name in errors, metrics and logs.
+    pub fn name(&self) -> String {
+        format!("{}.congestion_control", self.dscp.name())
+    }
+}
+
 /// A validated knob space.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Space {
     knobs: Vec<KnobSpec>,
     blocks: Vec<Block>,
     alpha: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    cats: Vec<CatKnob>,
 }
 
 fn invalid(knob: impl Into<String>, why: impl Into<String>) -> CoreError {
@@ -59,10 +100,10 @@ impl Space {
     /// Validates `spec`. `alpha` is the Aitchison weight of the distance; `None` picks the
     /// automatic value documented on [`crate::ControllerParams::aitchison_alpha`].
     pub fn new(spec: &KnobSpace, alpha: Option<f64>) -> Result<Space, CoreError> {
-        if spec.knobs.is_empty() && spec.simplexes.is_empty() {
+        if spec.knobs.is_empty() && spec.simplexes.is_empty() && spec.categorical.is_empty() {
             return Err(invalid(
                 "knob space",
-                "empty: declare at least one hypercube knob or one simplex block",
+                "empty: declare at least one hypercube knob, simplex block or categorical knob",
             ));
         }
         for (i, k) in spec.knobs.iter().enumerate() {
@@ -140,16 +181,50 @@ impl Space {
             Some(a) => return Err(invalid("aitchison_alpha", format!("{a} must be finite and ≥ 0"))),
             None => auto_alpha(&blocks),
         };
+        let mut cats: Vec<CatKnob> = Vec::new();
+        for c in &spec.categorical {
+            let knob = CatKnob {
+                dscp: c.dscp,
+                at: start,
+                choices: c.congestion_control.clone(),
+            };
+            if cats.iter().any(|o| o.dscp == c.dscp) {
+                return Err(invalid(knob.name(), "declared twice: a class has one algorithm"));
+            }
+            if knob.choices.len() < 2 {
+                return Err(invalid(
+                    knob.name(),
+                    format!(
+                        "has {} choice(s): a categorical knob needs at least two",
+                        knob.choices.len()
+                    ),
+                ));
+            }
+            if let Some(j) = (1..knob.choices.len()).find(|&j| knob.choices[..j].contains(&knob.choices[j])) {
+                return Err(invalid(knob.name(), format!("lists {} twice", knob.choices[j])));
+            }
+            cats.push(knob);
+            start += 1;
+        }
         Ok(Space {
             knobs: spec.knobs.clone(),
             blocks,
             alpha,
+            cats,
         })
     }
 
     /// Number of coordinates of a point.
     pub fn dim(&self) -> usize {
-        self.knobs.len() + self.blocks.iter().map(Block::len).sum::<usize>()
+        self.knobs.len() + self.blocks.iter().map(Block::len).sum::<usize>() + self.cats.len()
+    }
+    /// The categorical knobs, in coordinate order (after the simplex blocks).
+    pub fn categorical(&self) -> &[CatKnob] {
+        &self.cats
+    }
+    /// The number of choices when coordinate `i` is categorical.
+    pub fn choices_at(&self, i: usize) -> Option<usize> {
+        self.cats.iter().find(|c| c.at == i).map(|c| c.choices.len())
     }
     /// Number of hypercube coordinates.
     pub fn n_hypercube(&self) -> usize {
@@ -169,7 +244,9 @@ impl Space {
     }
     /// Number of GP features.
     pub fn n_features(&self) -> usize {
-        self.knobs.len() + self.blocks.iter().map(|b| b.len() - 1).sum::<usize>()
+        self.knobs.len()
+            + self.blocks.iter().map(|b| b.len() - 1).sum::<usize>()
+            + self.cats.iter().map(|c| c.choices.len() - 1).sum::<usize>()
     }
 
     /// Maps an optimisation vector to a point (clamping hypercube coordinates into `[0,1]`).
@@ -181,6 +258,9 @@ impl Space {
         for b in &self.blocks {
             let w = floored_softmax(&z[b.start..b.start + b.len()], b.floor);
             x[b.start..b.start + b.len()].copy_from_slice(&w);
+        }
+        for c in &self.cats {
+            x[c.at] = round_choice(z[c.at], c.choices.len());
         }
         x
     }
@@ -201,7 +281,19 @@ impl Space {
         for b in &self.blocks {
             f.extend_from_slice(&x[b.start..b.start + b.len() - 1]);
         }
+        for c in &self.cats {
+            let k = round_choice(x[c.at], c.choices.len()) as usize;
+            f.extend((0..c.choices.len() - 1).map(|j| if j == k { 1.0 } else { 0.0 }));
+        }
         f
+    }
+
+    /// How many categorical knobs two points set differently.
+    pub fn hamming(&self, x: &[f64], y: &[f64]) -> usize {
+        self.cats
+            .iter()
+            .filter(|c| round_choice(x[c.at], c.choices.len()) != round_choice(y[c.at], c.choices.len()))
+            .count()
     }
 
     /// The distance of §4.4 between two points.
@@ -211,6 +303,7 @@ impl Space {
             let r = b.start..b.start + b.len();
             s += self.alpha * aitchison(&x[r.clone()], &y[r]).powi(2);
         }
+        s += HAMMING_STEP * HAMMING_STEP * self.hamming(x, y) as f64;
         s.sqrt()
     }
 
@@ -231,6 +324,10 @@ impl Space {
             for (j, &d) in b.classes.iter().enumerate() {
                 class_mut(&mut cfg, d)?.weight = x[b.start + j];
             }
+        }
+        for c in &self.cats {
+            let k = round_choice(x[c.at], c.choices.len()) as usize;
+            class_mut(&mut cfg, c.dscp)?.congestion_control = Some(c.choices[k].clone());
         }
         Ok(cfg)
     }
@@ -279,16 +376,33 @@ impl Space {
             let w = project_to_floor(&w.iter().map(|v| v / s).collect::<Vec<_>>(), b.floor);
             x[b.start..b.start + b.len()].copy_from_slice(&w);
         }
+        for c in &self.cats {
+            let k = match &class_ref(cfg, c.dscp)?.congestion_control {
+                None => 0,
+                Some(a) => c.choices.iter().position(|o| o == a).ok_or_else(|| {
+                    CoreError::InvalidConfig(format!(
+                        "{} = {a}: not among the allowed algorithms {:?}; allow it in the knob space or configure one of those",
+                        c.name(),
+                        c.choices.iter().map(|o| o.name()).collect::<Vec<_>>()
+                    ))
+                })?,
+            };
+            x[c.at] = k as f64;
+        }
         Ok(x)
     }
 
-    /// The centre of the space: every hypercube coordinate at 0.5, equal weights.
+    /// The centre of the space: every hypercube coordinate at 0.5, equal weights, every
+    /// categorical knob at its first (default) choice.
     pub fn centre(&self) -> Vec<f64> {
         let mut x = vec![0.5; self.dim()];
         for b in &self.blocks {
             for v in &mut x[b.start..b.start + b.len()] {
                 *v = 1.0 / b.len() as f64;
             }
+        }
+        for c in &self.cats {
+            x[c.at] = 0.0;
         }
         x
     }
@@ -310,6 +424,16 @@ fn class_ref(cfg: &NetworkConfig, d: Dscp) -> Result<&polyphony_spec::ClassConfi
             d.name()
         ))
     })
+}
+
+/// A relaxed categorical coordinate → the index of a choice among `n` (nearest, clamped; 0
+/// when not finite).
+pub fn round_choice(v: f64, n: usize) -> f64 {
+    if v.is_finite() {
+        v.round().clamp(0.0, (n.max(1) - 1) as f64)
+    } else {
+        0.0
+    }
 }
 
 /// Physical value → `[0,1]` (clamped).
@@ -448,6 +572,7 @@ mod tests {
             &KnobSpace {
                 knobs: vec![],
                 simplexes: vec![],
+                categorical: vec![],
             },
             None,
         )
@@ -473,6 +598,46 @@ mod tests {
         s.knobs[0].min = 0.0;
         let e = Space::new(&s, None).unwrap_err().to_string();
         assert!(e.starts_with("AF11.ecn_threshold") && e.contains("log scale"), "{e}");
+    }
+
+    #[test]
+    fn categorical_knobs_are_validated_and_map_to_configurations() {
+        use polyphony_spec::{CategoricalSpec, CongestionControl};
+        let cc = |n: &str| CongestionControl::new(n).unwrap();
+        let with = |choices: Vec<CongestionControl>| {
+            let mut s = KnobSpace::per_class_default(&DSCPS);
+            s.categorical = vec![CategoricalSpec {
+                dscp: Dscp::AF21,
+                congestion_control: choices,
+            }];
+            s
+        };
+        let e = Space::new(&with(vec![cc("cubic")]), None).unwrap_err().to_string();
+        assert!(e.starts_with("AF21.congestion_control: has 1 choice"), "{e}");
+        let e = Space::new(&with(vec![cc("cubic"), cc("reno"), cc("cubic")]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("AF21.congestion_control: lists cubic twice"), "{e}");
+        let sp = Space::new(&with(vec![cc("dctcp"), cc("cubic"), cc("reno")]), None).unwrap();
+        assert_eq!((sp.dim(), sp.n_features(), sp.choices_at(9)), (10, 10, Some(3)));
+        // Unset is the first choice; the point's coordinate is the index; features one-hot
+        // without the last choice.
+        let x = sp.point_of_config(&base()).unwrap();
+        assert_eq!(x[9], 0.0);
+        let mut z = x.clone();
+        z[9] = 1.7;
+        let y = sp.point_of(&z);
+        assert_eq!(y[9], 2.0);
+        assert_eq!(sp.features(&y)[8..], [0.0, 0.0]);
+        assert_eq!(sp.features(&x)[8..], [1.0, 0.0]);
+        let cfg = sp.config_of(&y, &base()).unwrap();
+        assert_eq!(cfg.classes[1].congestion_control, Some(cc("reno")));
+        assert_eq!(cfg.classes[0].congestion_control, None);
+        assert_eq!(sp.point_of_config(&cfg).unwrap(), y);
+        assert!((sp.distance(&x, &y) - HAMMING_STEP).abs() < 1e-12);
+        // The space survives serialisation (the controller's state) unchanged.
+        let back: Space = serde_json::from_str(&serde_json::to_string(&sp).unwrap()).unwrap();
+        assert_eq!(back, sp);
     }
 
     #[test]

@@ -5,53 +5,10 @@ use polyphony_core::{
     default_initial, Bluefin, BluefinParams, Controller, ControllerParams, CoreError, FixedConfig, ModelError,
     Observation, PerformanceModel, ReasonKind, Tuner, Variant,
 };
-use polyphony_spec::{ClassSli, NetworkConfig, Scenario, SliVector};
+use polyphony_spec::{NetworkConfig, Scenario, SliVector};
 
-/// A closed-form model: class i's p99 falls with its weight and rises with the distance of its
-/// ECN threshold from 30 kB. Stands in for the flow simulator in these tests.
-struct FormulaModel {
-    scenario: Scenario,
-    scale: f64,
-}
-
-impl FormulaModel {
-    fn slis(&self, cfg: &NetworkConfig) -> SliVector {
-        SliVector {
-            classes: self
-                .scenario
-                .classes
-                .iter()
-                .map(|c| {
-                    let k = cfg.class(c.dscp).expect("class");
-                    let ecn = ((k.ecn_threshold.0 as f64) / 30_000.0).ln().powi(2);
-                    let y = self.scale * c.slo.max_slowdown * (0.3 / k.weight).powf(0.7) * (1.0 + 0.1 * ecn);
-                    ClassSli {
-                        dscp: c.dscp,
-                        flows: 100,
-                        p50: y / 2.0,
-                        p99: y,
-                        p999: y * 1.2,
-                        mean: y / 2.0,
-                    }
-                })
-                .collect(),
-        }
-    }
-}
-
-impl PerformanceModel for FormulaModel {
-    fn predict(&self, configs: &[NetworkConfig], _crn_seed: u64) -> Result<Vec<SliVector>, ModelError> {
-        Ok(configs.iter().map(|c| self.slis(c)).collect())
-    }
-}
-
-fn scenario() -> Scenario {
-    Scenario::from_toml(
-        include_str!("../../../configs/scenarios/reference-high.toml"),
-        "reference-high.toml",
-    )
-    .expect("shipped scenario parses")
-}
+mod common;
+use common::{formulas, scenario, step, FormulaModel};
 
 fn small_params() -> ControllerParams {
     ControllerParams {
@@ -81,15 +38,6 @@ fn observed_once() -> (Scenario, FormulaModel, Controller, NetworkConfig) {
     (sc, truth, c, cfg)
 }
 
-/// The "live" formula and the model's, scaled by `truth` and `model`.
-fn formulas(sc: &Scenario, truth: f64, model: f64) -> (FormulaModel, FormulaModel) {
-    let formula = |scale| FormulaModel {
-        scenario: sc.clone(),
-        scale,
-    };
-    (formula(truth), formula(model))
-}
-
 /// Warm-up window `w`: `slis` measured at `cfg`; the admission decisions.
 fn warm_up_window(
     c: &mut Controller,
@@ -114,16 +62,6 @@ fn full_at_start(sc: &Scenario, params: ControllerParams) -> (Controller, Vec<f6
     let c = Controller::from_scenario(sc, params, Variant::FULL).expect("controller");
     let start = c.space().point_of_config(c.initial()).expect("point");
     (c, start)
-}
-
-fn step(c: &mut Controller, truth: &FormulaModel, model: &FormulaModel, cfg: &NetworkConfig) -> NetworkConfig {
-    c.observe(&Observation {
-        config: cfg.clone(),
-        slis: truth.slis(cfg),
-        workload: Some(1),
-    })
-    .expect("observe");
-    c.propose(model).expect("propose").config
 }
 
 #[test]

@@ -19,7 +19,7 @@
 
 use crate::error::ModelError;
 use crate::flowsim::{FlowSim, FlowSimMode};
-use crate::model::{class_params, ClassParams, ModelInput, ModelOutput, NetworkModel};
+use crate::model::{ClassParams, ModelInput, ModelOutput, NetworkModel};
 use crate::topology::{Shape, MSS};
 use polyphony_spec::{NetworkConfig, SliVector};
 use serde::{Deserialize, Serialize};
@@ -500,7 +500,7 @@ pub fn features(
         .zip(configs)
         .map(|(o, cfg)| {
             let o = o?;
-            let params = class_params(input, cfg)?;
+            let params = crate::flowsim::flowsim_params(input, cfg, &flowsim.options)?;
             let f = (0..input.classes.len())
                 .filter_map(|ci| window.features(input, &params, &o.sli, ci).map(|f| (ci, f)))
                 .collect();

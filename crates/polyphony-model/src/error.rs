@@ -27,7 +27,7 @@ pub enum ModelError {
     },
     /// A class runs a congestion-control algorithm the models do not simulate.
     #[error(
-        "class {} (DSCP {dscp}) is configured for congestion control {algorithm:?}: pktsim and flowsim model DCTCP only; leave congestion_control unset or set it to dctcp",
+        "class {} (DSCP {dscp}) is configured for congestion control {algorithm:?}: {model} models {modelled}; choose one of those for this class",
         dscp.name()
     )]
     UnmodelledCongestionControl {
@@ -35,6 +35,10 @@ pub enum ModelError {
         dscp: Dscp,
         /// The algorithm's kernel name.
         algorithm: String,
+        /// The model that refused it.
+        model: &'static str,
+        /// What that model simulates.
+        modelled: &'static str,
     },
     /// A flow names a host the topology does not have.
     #[error(

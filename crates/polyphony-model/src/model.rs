@@ -108,6 +108,37 @@ pub trait NetworkModel: Send + Sync {
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>>;
 }
 
+/// The congestion-control algorithms the models simulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cca {
+    /// DCTCP (RFC 8257): ECN-capable, reacts to the fraction of marked bytes. The default of a
+    /// class without `congestion_control`, and every DCTCP variant (`dctcp`, `pp_dctcp`).
+    Dctcp,
+    /// NewReno (`reno`; RFC 5681, RFC 6582), without ECN: reacts to loss only.
+    NewReno,
+    /// CUBIC (`cubic`; RFC 9438), without ECN: reacts to loss only.
+    Cubic,
+}
+
+impl Cca {
+    /// The algorithm a class runs, or `None` for one the models do not simulate.
+    pub fn of(cc: Option<&polyphony_spec::CongestionControl>) -> Option<Cca> {
+        match cc {
+            None => Some(Cca::Dctcp),
+            Some(c) if c.ecn() => Some(Cca::Dctcp),
+            Some(c) if c.name() == "reno" => Some(Cca::NewReno),
+            Some(c) if c.name() == "cubic" => Some(Cca::Cubic),
+            Some(_) => None,
+        }
+    }
+
+    /// Whether the algorithm's packets are ECN-capable (a switch marks them instead of
+    /// dropping only when the buffer is full).
+    pub fn ecn(self) -> bool {
+        self == Cca::Dctcp
+    }
+}
+
 /// The knobs of one class as the simulators use them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ClassParams {
@@ -115,6 +146,7 @@ pub(crate) struct ClassParams {
     pub ecn_k: u64,
     pub init_cwnd: u32,
     pub buffer: Option<u64>,
+    pub cca: Cca,
 }
 
 /// Validated per-class parameters (in input class order) and each flow's class index.
@@ -147,17 +179,23 @@ pub(crate) fn class_params(input: &ModelInput, cfg: &NetworkConfig) -> Result<Ve
                 flow: u64::MAX,
                 dscp: d,
             })?;
-            if let Some(cc) = c.congestion_control.as_ref().filter(|cc| !cc.ecn()) {
-                return Err(ModelError::UnmodelledCongestionControl {
+            let cca =
+                Cca::of(c.congestion_control.as_ref()).ok_or_else(|| ModelError::UnmodelledCongestionControl {
                     dscp: d,
-                    algorithm: cc.name().to_string(),
-                });
-            }
+                    algorithm: c
+                        .congestion_control
+                        .as_ref()
+                        .map(|c| c.name().to_string())
+                        .unwrap_or_default(),
+                    model: "pktsim and flowsim",
+                    modelled: "dctcp (and DCTCP variants such as pp_dctcp), reno and cubic",
+                })?;
             Ok(ClassParams {
                 weight: c.weight,
                 ecn_k: c.ecn_threshold.0,
                 init_cwnd: c.init_cwnd.0,
                 buffer: c.buffer.map(|b| b.0),
+                cca,
             })
         })
         .collect()

@@ -324,6 +324,7 @@ pub fn three_class_scenario(
             .collect(),
         phases: vec![],
         initial: None,
+        knobs: None,
     }
 }
 

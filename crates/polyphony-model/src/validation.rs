@@ -258,6 +258,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
         mix,
         phases: Vec::new(),
         initial: None,
+        knobs: None,
     };
     scenario
         .validate()

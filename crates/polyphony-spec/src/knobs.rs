@@ -3,7 +3,7 @@
 //! This module only describes the space; the controller core validates it, normalises
 //! configurations into `[0,1]` coordinates and maps them back.
 
-use crate::{Bytes, Dscp, SpecError};
+use crate::{Bytes, CongestionControl, Dscp, SpecError};
 use serde::{Deserialize, Serialize};
 
 /// What a knob controls.
@@ -77,7 +77,20 @@ pub struct SimplexSpec {
     pub floor: f64,
 }
 
-/// The whole knob space: hypercube knobs and simplex blocks.
+/// A categorical knob of one class: its TCP congestion-control algorithm, chosen from a set the
+/// operator allows (and the hosts offer). ECN comes with the choice: the DCTCP family runs
+/// with it, the others without ([`CongestionControl::ecn`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoricalSpec {
+    /// The class.
+    pub dscp: Dscp,
+    /// The allowed algorithms (at least two, no repeats). The first is what a class whose
+    /// configuration leaves `congestion_control` unset runs: list the hosts' default first.
+    pub congestion_control: Vec<CongestionControl>,
+}
+
+/// The whole knob space: hypercube knobs, simplex blocks and categorical knobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KnobSpace {
@@ -87,6 +100,9 @@ pub struct KnobSpace {
     /// Simplex blocks, after the hypercube coordinates.
     #[serde(default)]
     pub simplexes: Vec<SimplexSpec>,
+    /// Categorical knobs, after the simplex blocks (none by default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categorical: Vec<CategoricalSpec>,
 }
 
 impl KnobSpace {
@@ -152,6 +168,41 @@ impl KnobSpace {
                 ));
             }
         }
+        for (i, c) in space.categorical.iter().enumerate() {
+            let f = format!("categorical[{i}]");
+            if !dscps.contains(&c.dscp) {
+                return Err(SpecError::invalid(
+                    format!("{f}.dscp"),
+                    c.dscp,
+                    "no declared class has this DSCP",
+                ));
+            }
+            if space.categorical[..i].iter().any(|o| o.dscp == c.dscp) {
+                return Err(SpecError::invalid(
+                    format!("{f}.dscp"),
+                    c.dscp,
+                    format!("class {} has a congestion-control knob already", c.dscp.name()),
+                ));
+            }
+            let names: Vec<&str> = c.congestion_control.iter().map(|a| a.name()).collect();
+            if names.len() < 2 {
+                return Err(SpecError::invalid(
+                    format!("{f}.congestion_control"),
+                    format!("{names:?}"),
+                    format!(
+                        "class {} needs at least two algorithms to choose from (or no categorical knob)",
+                        c.dscp.name()
+                    ),
+                ));
+            }
+            if let Some(j) = (1..names.len()).find(|&j| names[..j].contains(&names[j])) {
+                return Err(SpecError::invalid(
+                    format!("{f}.congestion_control[{j}]"),
+                    names[j],
+                    format!("class {} lists this algorithm twice", c.dscp.name()),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -186,12 +237,14 @@ impl KnobSpace {
                 classes: dscps.to_vec(),
                 floor: 0.05,
             }],
+            categorical: Vec::new(),
         }
     }
 
-    /// Number of optimisation coordinates: one per hypercube knob, one per simplex class.
+    /// Number of optimisation coordinates: one per hypercube knob, one per simplex class, one
+    /// per categorical knob.
     pub fn dim(&self) -> usize {
-        self.knobs.len() + self.simplexes.iter().map(|s| s.classes.len()).sum::<usize>()
+        self.knobs.len() + self.simplexes.iter().map(|s| s.classes.len()).sum::<usize>() + self.categorical.len()
     }
 }
 
@@ -236,5 +289,57 @@ mod tests {
             let e = space.validate_for(&classes()).expect_err(field).to_string();
             assert!(e.contains(field), "{field}: {e}");
         }
+    }
+
+    #[test]
+    fn categorical_knobs_parse_from_toml_and_each_broken_rule_names_its_key() {
+        let text = |cats: &str| {
+            format!(
+                "[[knobs]]\nkind = \"ecn_threshold\"\ndscp = 10\nmin = 3000.0\nmax = 300000.0\nscale = \"log\"\n{cats}"
+            )
+        };
+        let ok: KnobSpace = toml::from_str(&text(
+            "[[categorical]]\ndscp = 18\ncongestion_control = [\"dctcp\", \"cubic\", \"reno\"]\n",
+        ))
+        .unwrap();
+        ok.validate_for(&classes()).unwrap();
+        assert_eq!(ok.categorical[0].congestion_control[1].name(), "cubic");
+        assert_eq!(ok.dim(), 2);
+        // A name that cannot be a kernel algorithm fails at parse time, naming it.
+        let e = toml::from_str::<KnobSpace>(&text(
+            "[[categorical]]\ndscp = 18\ncongestion_control = [\"dctcp\", \"Cubic!\"]\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("Cubic!") && e.contains("congestion_control"), "{e}");
+        let e = toml::from_str::<KnobSpace>(&text("[[categorical]]\ndscp = 18\nalgorithms = [\"dctcp\"]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("algorithms"), "{e}");
+        for (cats, key, what) in [
+            (
+                "dscp = 12\ncongestion_control = [\"dctcp\", \"cubic\"]",
+                "categorical[0].dscp",
+                "no declared class",
+            ),
+            (
+                "dscp = 18\ncongestion_control = [\"cubic\"]",
+                "categorical[0].congestion_control",
+                "AF21 needs at least two",
+            ),
+            (
+                "dscp = 18\ncongestion_control = [\"cubic\", \"reno\", \"cubic\"]",
+                "categorical[0].congestion_control[2] = cubic",
+                "AF21 lists this algorithm twice",
+            ),
+        ] {
+            let s: KnobSpace = toml::from_str(&text(&format!("[[categorical]]\n{cats}\n"))).unwrap();
+            let e = s.validate_for(&classes()).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains(what), "{key}: {e}");
+        }
+        let mut twice = ok.clone();
+        twice.categorical.push(ok.categorical[0].clone());
+        let e = twice.validate_for(&classes()).unwrap_err().to_string();
+        assert!(e.contains("categorical[1].dscp") && e.contains("already"), "{e}");
     }
 }

@@ -29,7 +29,7 @@ pub use class::{validate_classes, Dscp, Slo, TrafficClass};
 pub use config::{ClassConfig, CongestionControl, NetworkConfig};
 pub use error::SpecError;
 pub use flow::{Flow, FlowId, HostId, Workload};
-pub use knobs::{KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
+pub use knobs::{CategoricalSpec, KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
 pub use predict::{ModelError, PerformanceModel};
 pub use scenario::{ClassMix, LeafSpineSpec, LoadPhase, Scenario, TopologySpec};
 pub use sli::{median, percentile, ClassSli, FlowOutcome, IdealFct, SliVector};

@@ -4,7 +4,7 @@
 //! validates one; every error names the key (`mix[2].load`) and the offending value.
 
 use crate::class::validate_classes;
-use crate::{BitsPerSec, Dscp, Nanos, NetworkConfig, SpecError, TrafficClass};
+use crate::{BitsPerSec, Dscp, KnobSpace, Nanos, NetworkConfig, SpecError, TrafficClass};
 use serde::{Deserialize, Serialize};
 
 /// The network's shape.
@@ -201,6 +201,10 @@ pub struct Scenario {
     /// Optional configuration to start from.
     #[serde(default)]
     pub initial: Option<NetworkConfig>,
+    /// Optional knob space the controller tunes (`[[knobs.knobs]]`, `[[knobs.simplexes]]`,
+    /// `[[knobs.categorical]]`); absent: [`KnobSpace::per_class_default`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knobs: Option<KnobSpace>,
 }
 
 impl Scenario {
@@ -229,6 +233,13 @@ impl Scenario {
     /// The class DSCPs in declaration order.
     pub fn dscps(&self) -> Vec<Dscp> {
         self.classes.iter().map(|c| c.dscp).collect()
+    }
+
+    /// The knob space the controller tunes: the scenario's own, or the per-class default.
+    pub fn knob_space(&self) -> KnobSpace {
+        self.knobs
+            .clone()
+            .unwrap_or_else(|| KnobSpace::per_class_default(&self.dscps()))
     }
 
     /// The measurement interval.
@@ -305,15 +316,31 @@ impl Scenario {
             }
             check_total(&format!("{f}.loads"), ph.loads.iter().sum())?;
         }
+        let under = |prefix: &str, e: SpecError| match e {
+            SpecError::Invalid { field, value, why } => SpecError::Invalid {
+                field: format!("{prefix}.{field}"),
+                value,
+                why,
+            },
+            other => other,
+        };
+        if let Some(k) = &self.knobs {
+            k.validate_for(&self.dscps()).map_err(|e| under("knobs", e))?;
+        }
+        if let (Some(init), Some(k)) = (&self.initial, &self.knobs) {
+            for (i, cat) in k.categorical.iter().enumerate() {
+                let chosen = init.class(cat.dscp).and_then(|c| c.congestion_control.as_ref());
+                if let Some(a) = chosen.filter(|a| !cat.congestion_control.contains(a)) {
+                    return Err(SpecError::invalid(
+                        format!("initial.classes.{}.congestion_control", cat.dscp.name()),
+                        a,
+                        format!("not among knobs.categorical[{i}].congestion_control: allow it there or start from one of those"),
+                    ));
+                }
+            }
+        }
         if let Some(init) = &self.initial {
-            init.validate().map_err(|e| match e {
-                SpecError::Invalid { field, value, why } => SpecError::Invalid {
-                    field: format!("initial.{field}"),
-                    value,
-                    why,
-                },
-                other => other,
-            })?;
+            init.validate().map_err(|e| under("initial", e))?;
             if init.classes.len() != self.classes.len() || self.classes.iter().any(|c| init.class(c.dscp).is_none()) {
                 return Err(SpecError::invalid(
                     "initial.classes",
@@ -403,6 +430,37 @@ mod tests {
         let bad = REF.replace("seed = 1", "seed = 1\nsede = 8");
         let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
         assert!(e.starts_with("ref.toml:7:") && e.contains("sede"), "{e}");
+    }
+
+    #[test]
+    fn a_scenario_states_its_knob_space_with_categorical_choices() {
+        let cats = "[knobs]\n[[knobs.simplexes]]\nname = \"weights\"\nclasses = [10, 18]\nfloor = 0.05\n\
+                    [[knobs.categorical]]\ndscp = 18\ncongestion_control = [\"dctcp\", \"cubic\"]\n";
+        let s = Scenario::from_toml(&format!("{REF}{cats}"), "cat.toml").unwrap();
+        let k = s.knob_space();
+        assert_eq!(k.categorical[0].congestion_control[1].name(), "cubic");
+        assert_eq!(Scenario::from_toml(&s.to_toml().unwrap(), "again").unwrap(), s);
+        assert_eq!(
+            Scenario::from_toml(REF, "ref").unwrap().knob_space().categorical.len(),
+            0
+        );
+        // Errors name the key under `knobs`.
+        let one = cats.replace("[\"dctcp\", \"cubic\"]", "[\"cubic\"]");
+        let e = Scenario::from_toml(&format!("{REF}{one}"), "cat.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("knobs.categorical[0].congestion_control"), "{e}");
+        // A starting configuration outside the allowed set is refused, naming both keys.
+        let init = "[initial]\n[[initial.classes]]\ndscp = 10\nweight = 0.5\necn_threshold = 30000\ninit_cwnd = 10\n\
+                    [[initial.classes]]\ndscp = 18\nweight = 0.5\necn_threshold = 30000\ninit_cwnd = 10\n\
+                    congestion_control = \"bbr\"\n";
+        let e = Scenario::from_toml(&format!("{REF}{init}{cats}"), "cat.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("initial.classes.AF21.congestion_control = bbr") && e.contains("knobs.categorical[0]"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -43,8 +43,8 @@ pub enum Command {
     /// The closed loop on the reference scenario against a simulated network (no root needed).
     ///
     /// The "live" network is the packet-level simulator (pktsim); the controller's model is
-    /// flowsim-corrected. The loop starts from a deliberately poor configuration (skewed
-    /// weights, tiny initial windows), prints one line per iteration (per-class p99 vs SLO, objective J, the
+    /// flowsim-corrected. The loop starts from the scenario's `initial` configuration, else a
+    /// deliberately poor one (skewed weights, tiny initial windows), prints one line per iteration (per-class p99 vs SLO, objective J, the
     /// prediction ĝ ×÷ e^σ, the controller's reason), reports the iteration from which all SLOs held
     /// for 3 consecutive iterations, and writes a plot.
     Demo(DemoArgs),

@@ -1,7 +1,7 @@
 //! `polyphony demo`: the closed loop on a scenario (the reference scenario at medium SLO
 //! tightness, time-scaled for simulation, embedded) against the in-process simulated network —
-//! pktsim plays the live network, flowsim-corrected is the controller's model — starting from a
-//! deliberately poor configuration. One line per iteration, the convergence iteration (polyphony-core's
+//! pktsim plays the live network, flowsim-corrected is the controller's model — starting from the
+//! scenario's `initial` configuration, else a deliberately poor one. One line per iteration, the convergence iteration (polyphony-core's
 //! definition: the first iteration from which all SLOs hold for 3 consecutive iterations), and a
 //! plot. Writes only the plot and the optional JSON-lines file.
 
@@ -15,7 +15,7 @@ use polyphony_core::{
     convergence_iteration, evaluate_run, ControlStep, Controller, ControllerParams, StepInput, StepPolicy, Variant,
 };
 use polyphony_model::{pool, poor_config, ModelKind, SimulatedNetwork, Traffic, WindowModel};
-use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, SliVector};
+use polyphony_spec::{NetworkConfig, Scenario, SliVector};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -81,8 +81,10 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         seed: args.seed,
         ..ControllerParams::default()
     };
-    let space = KnobSpace::per_class_default(&scenario.dscps());
-    let start = poor_config(scenario);
+    let space = scenario.knob_space();
+    // The scenario's own starting configuration (e.g. the hosts' congestion control of a
+    // categorical scenario), else a deliberately poor one.
+    let start = scenario.initial.clone().unwrap_or_else(|| poor_config(scenario));
     let controller = Controller::new(&scenario.classes, &space, start.clone(), params, Variant::FULL)
         .map_err(|e| anyhow!("controller: {e}"))?;
     // The one control step the daemon and the evaluation harness run too; the demo has no

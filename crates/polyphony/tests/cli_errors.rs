@@ -8,6 +8,20 @@ use common::{scenario, simulated_config, BIN};
 use std::path::Path;
 use std::process::Command;
 
+/// A categorical knob for AF21 and an iproute actuator that may set only DCTCP.
+const CATEGORICAL: &str = r#"[knobs]
+[[knobs.simplexes]]
+name = "weights"
+classes = [10, 18, 26]
+[[knobs.categorical]]
+dscp = 18
+congestion_control = ["dctcp", "cubic"]
+[actuators.iproute]
+destination = "198.18.100.0/24"
+senders = [{ namespace = "pp-h0", gateway = "198.18.1.1", device = "eth0" }]
+congestion_controls = ["dctcp"]
+"#;
+
 fn good_config(state: &Path) -> String {
     simulated_config(state, "advise", 1.5, "")
 }
@@ -124,6 +138,17 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
                 "mode = \"advise\"\nstages = [{ actuators = [\"leaf1\"] }]",
             ),
             vec!["stages[0].actuators = \"leaf1\"", "no configured actuator"],
+        ),
+        (
+            format!("{good}\n{CATEGORICAL}"),
+            vec![
+                "knobs.categorical[0].congestion_control[1] = cubic",
+                "actuators.iproute.congestion_controls",
+            ],
+        ),
+        (
+            format!("{good}\n{CATEGORICAL}").replace("[\"dctcp\", \"cubic\"]\n[actuators", "[\"dctcp\"]\n[actuators"),
+            vec!["knobs.categorical[0].congestion_control", "at least two"],
         ),
     ];
     let cases = cases.into_iter().chain(sli_and_workfeed_cases(&good, dir.path()));

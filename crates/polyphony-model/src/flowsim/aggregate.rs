@@ -935,6 +935,7 @@ mod tests {
             ecn_k: 30_000,
             init_cwnd: 10,
             buffer: None,
+            cca: crate::model::Cca::Dctcp,
         });
         let kn = Knobs::<1>::new(&[&params[..]], &FlowSimOptions::default());
         // Class 0 has 100 bytes, class 1 has 1000; r = 1 byte/ns. Class 0 empties at t = 400
@@ -973,6 +974,7 @@ mod tests {
                 ecn_k: 30_000,
                 init_cwnd: 10,
                 buffer: None,
+                cca: crate::model::Cca::Dctcp,
             });
             let kn = Knobs::<1>::new(&[&params[..]], &FlowSimOptions::default());
             for bl in backlogs {

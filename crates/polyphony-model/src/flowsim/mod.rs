@@ -22,6 +22,19 @@
 //!   DCTCP, not slow start, limits it). Each round after the first costs one more wait behind
 //!   the standing queue plus one base RTT.
 //!
+//! * **Loss-based classes (NewReno, CUBIC).** Their packets are not ECN-capable: the class's
+//!   window grows until its buffer overflows, so its standing queue is set by the buffer, not
+//!   by K. flowsim takes it as the mean of the sawtooth between β·B and B, (1+β)/2 · B (β = 0.5
+//!   for NewReno, 0.7 for CUBIC), with B the class's own buffer limit — or the port buffer when
+//!   the class is alone — and uses it where a DCTCP class uses φ·K (standing queue and the
+//!   slow-start cap). A loss-based class without a buffer of its own beside other classes is
+//!   refused: it fills the shared buffer and the other classes' packets are dropped (pktsim
+//!   shows their p99 growing a hundredfold through retransmission timeouts), which a model
+//!   without drops cannot predict. Within its own buffer the class's small flows also lose
+//!   packets and wait for timeouts; flowsim does not model that either, so it predicts the
+//!   class's median but underestimates its tail (`tests/congestion_control.rs`: pktsim p99
+//!   ≈ 1100 where flowsim predicts ≈ 47); the residual GP has to learn the rest.
+//!
 //! A batch of configurations shares the configuration-independent work (routes, ideal FCTs,
 //! per-link flow lists), and so do later calls on the same input: a `FlowSim` value keeps the
 //! plan of the last input it evaluated (`flowsim/cache.rs`). Deterministic: no random draws; `seed` only salts ECMP, the same way
@@ -37,7 +50,9 @@ mod curve;
 pub(crate) mod link;
 
 use crate::error::ModelError;
-use crate::model::{class_params, finish, flow_classes, ModelInput, ModelOutput, NetworkModel, RunStats};
+use crate::model::{
+    class_params, finish, flow_classes, Cca, ClassParams, ModelInput, ModelOutput, NetworkModel, RunStats,
+};
 use crate::topology::{HEADER_BYTES, MSS};
 use aggregate::{AggPlan, AggScratch, Lane};
 use cache::PlanCache;
@@ -285,7 +300,10 @@ impl FlowSim {
         let mut out: Vec<Result<ModelOutput, ModelError>> = Vec::with_capacity(configs.len());
         // Valid configurations in groups of LANES, evaluated together; invalid ones answered
         // in place.
-        let params: Vec<Result<Vec<_>, ModelError>> = configs.iter().map(|c| class_params(input, c)).collect();
+        let params: Vec<Result<Vec<_>, ModelError>> = configs
+            .iter()
+            .map(|c| flowsim_params(input, c, &self.options))
+            .collect();
         let valid: Vec<usize> = (0..configs.len()).filter(|&i| params[i].is_ok()).collect();
         let mut results: Vec<Option<ModelOutput>> = vec![None; configs.len()];
         for chunk in valid.chunks(aggregate::LANES) {
@@ -343,7 +361,7 @@ impl FlowSim {
     }
 
     fn run_planned(&self, input: &ModelInput, p: &Plan, cfg: &NetworkConfig) -> Result<ModelOutput, ModelError> {
-        let params = class_params(input, cfg)?;
+        let params = flowsim_params(input, cfg, &self.options)?;
         let mut extra = p.base_extra.clone();
         let mut sim = LinkSim::new(&params, self.options);
         let mut events = 0u64;
@@ -386,4 +404,40 @@ impl NetworkModel for FlowSim {
             Err(e) => configs.iter().map(|_| Err(e.clone())).collect(),
         }
     }
+}
+
+/// The configuration's knobs as flowsim uses them: [`class_params`], with a loss-based class's
+/// K replaced by the value whose φ·K is its standing queue (1+β)/2 · B (module docs).
+pub(crate) fn flowsim_params(
+    input: &ModelInput,
+    cfg: &NetworkConfig,
+    opts: &FlowSimOptions,
+) -> Result<Vec<ClassParams>, ModelError> {
+    let mut params = class_params(input, cfg)?;
+    let alone = params.len() == 1;
+    for (p, &d) in params.iter_mut().zip(&input.classes) {
+        let beta = match p.cca {
+            Cca::Dctcp => continue,
+            Cca::NewReno => 0.5,
+            Cca::Cubic => crate::pktsim::CUBIC_BETA,
+        };
+        let buffer = p.buffer.or(if alone { cfg.port_buffer.map(|b| b.0) } else { None });
+        let Some(b) = buffer else {
+            let algorithm = cfg
+                .class(d)
+                .and_then(|c| c.congestion_control.as_ref())
+                .map(|c| c.name().to_string())
+                .unwrap_or_default();
+            return Err(ModelError::UnmodelledCongestionControl {
+                dscp: d,
+                algorithm,
+                model: "flowsim",
+                modelled: "dctcp in any class, reno and cubic only in a class with its own buffer limit \
+                           (buffer; a loss-based class sharing the port buffer crowds out the others' packets)",
+            });
+        };
+        let q = (1.0 + beta) / 2.0 * b as f64;
+        p.ecn_k = (q / opts.queue_factor.max(1e-9)).round().max(1.0) as u64;
+    }
+    Ok(params)
 }

@@ -1,9 +1,11 @@
-//! The event loop of `pktsim`: the packet slab, the event heap, hosts' DCTCP senders and
-//! receivers, and forwarding along precomputed routes. See the parent module for the model.
+//! The event loop of `pktsim`: the packet slab, the event heap, hosts' TCP senders (DCTCP,
+//! NewReno, CUBIC) and receivers, and forwarding along precomputed routes. See the parent
+//! module for the model.
 
+use super::cc::Cubic;
 use super::port::Port;
-use super::{Conservation, Marking, PktRun, PktSimOptions};
-use crate::model::{finish, ModelInput, Prepared, RunStats};
+use super::{Conservation, CwndSample, Marking, PktRun, PktSimOptions};
+use crate::model::{finish, Cca, ModelInput, Prepared, RunStats};
 use crate::topology::{Path, HEADER_BYTES, MSS};
 use polyphony_spec::{Nanos, NetworkConfig};
 use std::cmp::Ordering;
@@ -75,6 +77,10 @@ struct Fl {
     acked_win: u32,
     marked_win: u32,
     cwr_end: u32,
+    /// No window growth until `una` reaches this: the round after an ECN reduction (Linux's
+    /// CWR state). Apart from `cwr_end`, which a timeout also sets: in the Loss state Linux
+    /// still grows the window (slow start from one segment).
+    hold_end: u32,
     dupacks: u32,
     recover: u32,
     in_recovery: bool,
@@ -90,6 +96,8 @@ struct Fl {
     syn_time: u64,
     /// Data bytes of this flow sitting in its sender's NIC queue (TCP small queues).
     nic_bytes: u32,
+    /// CUBIC's state (unused by the other algorithms).
+    cubic: Cubic,
     // receiver side
     rcv_nxt: u32,
     ooo: Vec<u64>,
@@ -110,7 +118,12 @@ struct Sim<'a> {
     quantum: Vec<i64>,
     class_limit: Vec<Option<u64>>,
     k_bytes: Vec<u64>,
+    /// Each class's congestion control.
+    cca: Vec<Cca>,
     opts: &'a PktSimOptions,
+    /// The flow whose window is traced, and the trace.
+    trace_flow: Option<u32>,
+    trace: Vec<CwndSample>,
     /// Per-link TSQ limit in bytes (meaningful for host NICs).
     tsq: Vec<u32>,
     win: (u64, u64),
@@ -161,6 +174,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
                 acked_win: 0,
                 marked_win: 0,
                 cwr_end: 0,
+                hold_end: 0,
                 dupacks: 0,
                 recover: 0,
                 in_recovery: false,
@@ -174,6 +188,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
                 timer_at: 0,
                 syn_time: 0,
                 nic_bytes: 0,
+                cubic: Cubic::default(),
                 rcv_nxt: 0,
                 ooo: Vec::new(),
                 done_at: 0,
@@ -196,7 +211,10 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
             .collect(),
         class_limit: prep.classes.iter().map(|c| c.buffer).collect(),
         k_bytes: prep.classes.iter().map(|c| c.ecn_k).collect(),
+        cca: prep.classes.iter().map(|c| c.cca).collect(),
         opts,
+        trace_flow: opts.trace_flow.and_then(|i| u32::try_from(i).ok()),
+        trace: Vec::new(),
         tsq: topo
             .links()
             .iter()
@@ -318,6 +336,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         output,
         ports,
         conservation,
+        cwnd_trace: sim.trace,
     }
 }
 
@@ -403,6 +422,7 @@ impl Sim<'_> {
         if port.switch
             && p.kind == DATA
             && self.opts.marking == Marking::QueueBytes
+            && self.cca[c].ecn()
             && port.qbytes[c] + b > self.k_bytes[c]
             && !ce
         {
@@ -432,8 +452,8 @@ impl Sim<'_> {
             return;
         };
         let p = &mut self.pkts[i as usize];
-        if port.switch && p.kind == DATA && self.opts.marking == Marking::Sojourn && !p.ce {
-            let c = self.flows[p.flow as usize].class as usize;
+        let c = self.flows[p.flow as usize].class as usize;
+        if port.switch && p.kind == DATA && self.opts.marking == Marking::Sojourn && !p.ce && self.cca[c].ecn() {
             let k_ns = (self.k_bytes[c] * 8_000_000_000) / port.rate;
             if now - p.t_enq > k_ns {
                 p.ce = true;
@@ -512,7 +532,7 @@ impl Sim<'_> {
         }
         // Retransmission timeout.
         self.timeouts += 1;
-        f.ssthresh = (f.cwnd / 2.0).max(2.0);
+        f.ssthresh = loss_ssthresh(f, self.cca[f.class as usize]);
         f.cwnd = 1.0;
         // RFC 6582 §4 / Linux's high_seq: no fast retransmit until everything sent before the
         // timeout is acknowledged, and no ECN reduction for that window either (Linux's
@@ -565,6 +585,7 @@ impl Sim<'_> {
         let g = self.opts.dctcp_g;
         let min_rto = self.opts.min_rto.0;
         let f = &mut self.flows[flow as usize];
+        let cca = self.cca[f.class as usize];
         if kind == SYNACK {
             if f.state == St::SynSent {
                 f.state = St::Open;
@@ -630,13 +651,15 @@ impl Sim<'_> {
                     f.rtt_time = 0;
                     self.send(flow, DATA, u, false);
                 }
-            } else if cwnd_limited && f.una >= f.cwr_end {
+            } else if cwnd_limited && f.una >= f.hold_end {
                 // The window grows only outside the round after an ECN reduction (Linux's CWR
                 // state: tcp_cong_control reduces there and never calls tcp_cong_avoid; ns-3's
                 // CA_CWR likewise skips IncreaseWindow).
                 let f = &mut self.flows[flow as usize];
                 if f.cwnd < f.ssthresh {
                     f.cwnd += newly as f64;
+                } else if cca == Cca::Cubic {
+                    f.cwnd = f.cubic.on_ack(f.cwnd, newly as f64, now, f.srtt);
                 } else {
                     f.cwnd += newly as f64 / f.cwnd;
                 }
@@ -654,7 +677,7 @@ impl Sim<'_> {
             } else if f.dupacks == 3 && f.una >= f.recover {
                 // Fast retransmit, unless this is still the window of an earlier loss (RFC 6582
                 // §4); ECE in the window being recovered reduces no further.
-                f.ssthresh = (f.cwnd / 2.0).max(2.0);
+                f.ssthresh = loss_ssthresh(f, cca);
                 f.cwnd = f.ssthresh;
                 f.in_recovery = true;
                 f.recover = f.nxt;
@@ -668,11 +691,22 @@ impl Sim<'_> {
             }
         }
         let f = &mut self.flows[flow as usize];
+        debug_assert!(!ece || cca.ecn(), "a packet of a non-ECN class was marked");
         if ece && f.una >= f.cwr_end {
             f.cwnd = (f.cwnd * (1.0 - f.alpha / 2.0)).max(2.0);
             f.ssthresh = f.cwnd;
             f.cwr_end = f.nxt.max(f.una + 1);
+            f.hold_end = f.cwr_end;
         }
+        if self.trace_flow == Some(flow) {
+            self.trace.push(CwndSample {
+                t: Nanos(now),
+                cwnd: f.cwnd,
+                ssthresh: f.ssthresh,
+                in_recovery: f.in_recovery,
+            });
+        }
+        let f = &mut self.flows[flow as usize];
         if kind == APPACK && ack >= f.n {
             f.state = St::Done;
             f.done_at = now;
@@ -717,6 +751,15 @@ impl Sim<'_> {
             }
             self.send(flow, DATA, s, false);
         }
+    }
+}
+
+/// The slow-start threshold after a loss (fast retransmit or timeout): half the window for
+/// NewReno (RFC 5681) and DCTCP (Linux's `dctcp_ssthresh` on loss), β·cwnd for CUBIC.
+fn loss_ssthresh(f: &mut Fl, cca: Cca) -> f64 {
+    match cca {
+        Cca::Cubic => f.cubic.on_loss(f.cwnd),
+        Cca::Dctcp | Cca::NewReno => (f.cwnd / 2.0).max(2.0),
     }
 }
 

@@ -9,13 +9,19 @@
 //! * **ECN**: [`Marking::QueueBytes`] sets CE on a data packet entering a switch class queue
 //!   whose length (including the packet) exceeds K; [`Marking::Sojourn`] sets CE on a data packet
 //!   leaving a switch queue after waiting longer than K·8/C (the testbed's tc-BPF marker).
-//! * **Senders** run DCTCP (RFC 8257): α EWMA with g = 1/16 per window of data, cwnd cut by α/2
+//!   Only ECN-capable packets are marked: those of classes running DCTCP. A class on NewReno
+//!   or CUBIC sends non-ECT packets, which the switch drops when its buffer is full instead.
+//! * **Senders** run their class's congestion control (`ClassConfig::congestion_control`;
+//!   unset means DCTCP): **NewReno** (`reno`, RFC 5681 slow start and congestion avoidance,
+//!   ssthresh = cwnd/2 on loss), **CUBIC** (`cubic`, RFC 9438 with β = 0.7, fast convergence
+//!   and the Reno-friendly region; no HyStart — see `cc.rs`), both without ECN, or **DCTCP**
+//!   (RFC 8257): α EWMA with g = 1/16 per window of data, cwnd cut by α/2
 //!   at most once per window on ECE and held (no growth) until that window is acknowledged, as
 //!   Linux's CWR state does; slow start from the class's initcwnd (the window grows only while
 //!   it limits the sender: RFC 7661 / Linux's `tcp_is_cwnd_limited`); NewReno (RFC 6582) fast
 //!   retransmit on three duplicate ACKs with window inflation during recovery, partial ACKs
 //!   retransmitting the next hole, no new fast retransmit before the recovery point after a
-//!   timeout; cwnd halved on loss (Linux's `dctcp_react_to_loss`); RTO with a minimum (Linux:
+//!   timeout (for every algorithm); DCTCP halves cwnd on loss (Linux's `dctcp_react_to_loss`); RTO with a minimum (Linux:
 //!   200 ms, rto = srtt + max(4·rttvar, min)), restarted by new ACKs and fast retransmits (not by
 //!   duplicate ACKs), exponential back-off, go-back-N after a timeout. The receiver ACKs every segment, echoes CE in ECE,
 //!   and buffers out-of-order segments. A sender keeps at most about 1 ms of its NIC's line
@@ -30,6 +36,10 @@
 //! Time is integer nanoseconds; events with equal times run in creation order, so a run is a
 //! deterministic function of (workload, topology, configuration, options).
 
+mod cc;
+
+/// CUBIC's multiplicative decrease β (RFC 9438), as pktsim simulates it.
+pub const CUBIC_BETA: f64 = cc::BETA;
 mod engine;
 mod port;
 
@@ -72,6 +82,9 @@ pub struct PktSimOptions {
     /// two full packets) queued at its sender's NIC; the rest waits in the socket (Linux:
     /// about 1 ms of the pacing rate).
     pub tsq_window: Nanos,
+    /// Record the congestion window of the flow with this index (workload order) after every
+    /// ACK it receives, in [`PktRun::cwnd_trace`] (for tests and diagnosis; `None`: no trace).
+    pub trace_flow: Option<u64>,
 }
 
 impl Default for PktSimOptions {
@@ -86,6 +99,7 @@ impl Default for PktSimOptions {
             drr_quantum: Bytes(1514),
             stats_window: (Nanos(0), Nanos(u64::MAX)),
             tsq_window: Nanos::MILLI,
+            trace_flow: None,
         }
     }
 }
@@ -120,6 +134,21 @@ pub struct PktRun {
     pub ports: Vec<PortStats>,
     /// Packet accounting.
     pub conservation: Conservation,
+    /// The traced flow's window after each ACK ([`PktSimOptions::trace_flow`]).
+    pub cwnd_trace: Vec<CwndSample>,
+}
+
+/// One point of a congestion-window trace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CwndSample {
+    /// When the ACK arrived.
+    pub t: Nanos,
+    /// The window after it, in segments.
+    pub cwnd: f64,
+    /// The slow-start threshold after it, in segments (infinite before the first loss).
+    pub ssthresh: f64,
+    /// Whether the sender is in fast recovery.
+    pub in_recovery: bool,
 }
 
 /// The packet-level model.

@@ -54,6 +54,20 @@ impl DaemonConfig {
         })?;
         polyphony_core::Space::new(&space, self.controller_params().aitchison_alpha)
             .map_err(|e| bad("knobs", &"(table)", &e.to_string()))?;
+        // Every algorithm a categorical knob may choose must be one the iproute actuator may set.
+        if let Some(ip) = &self.actuators.iproute {
+            for (i, cat) in space.categorical.iter().enumerate() {
+                for (j, a) in cat.congestion_control.iter().enumerate() {
+                    if !ip.congestion_controls.contains(a) {
+                        return Err(bad(
+                            &format!("knobs.categorical[{i}].congestion_control[{j}]"),
+                            a,
+                            "not in actuators.iproute.congestion_controls: allow it there (and in the hosts' net.ipv4.tcp_allowed_congestion_control) or drop it from the knob",
+                        ));
+                    }
+                }
+            }
+        }
         let init = self.initial_config();
         init.validate().map_err(|e| spec("initial", e))?;
         if init.classes.len() != self.classes.len() || self.classes.iter().any(|c| init.class(c.dscp).is_none()) {
