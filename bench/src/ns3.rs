@@ -355,8 +355,9 @@ pub enum Explanation {
     Chance,
     /// pktsim without TCP small queues (ns-3's host model) is within 30 % of ns-3.
     HostQueues,
-    /// The case had retransmission timeouts and the flow at the p99 rank of ns-3 or pktsim took
-    /// at least [`MIN_RTO`] beyond its ideal FCT: the p99 counts rare events.
+    /// In ns-3 or in pktsim, the flow at the p99 rank took at least [`MIN_RTO`] beyond its ideal
+    /// FCT and that simulator had at least as many retransmission timeouts in the case as the
+    /// class has flows at or above its p99 rank: the p99 counts rare events.
     RtoTail,
 }
 
@@ -372,9 +373,9 @@ impl Explanation {
 }
 
 /// Which [`Explanation`]s hold for one row: `c` its numbers by [`col`], `jitter` pktsim's p99
-/// range over jittered copies, `timeouts` whether either simulator had a retransmission timeout
-/// in the case. Empty: unexplained.
-pub fn explain(c: &[ClassNumbers; col::N], jitter: (f64, f64), timeouts: bool) -> Vec<Explanation> {
+/// range over jittered copies, `timeouts` the retransmission timeouts of the case in ns-3 and in
+/// pktsim. Empty: unexplained.
+pub fn explain(c: &[ClassNumbers; col::N], jitter: (f64, f64), timeouts: (u64, u64)) -> Vec<Explanation> {
     let ns3 = c[col::NS3].p99;
     let mut e = Vec::new();
     if jitter.0 <= ns3 && ns3 <= jitter.1 {
@@ -383,7 +384,10 @@ pub fn explain(c: &[ClassNumbers; col::N], jitter: (f64, f64), timeouts: bool) -
     if rel_err(c[col::NO_TSQ].p99, ns3) <= 0.3 {
         e.push(Explanation::HostQueues);
     }
-    if timeouts && (c[col::NS3].rto_at_p99 || c[col::PKTSIM].rto_at_p99) {
+    // Flows at or above the nearest-rank p99: enough timeouts must exist to reach that rank.
+    let at_or_above = |n: u64| n - ((0.99 * n as f64).ceil() as u64).clamp(1, n.max(1)) + 1;
+    let rto = |k: usize, t: u64| c[k].rto_at_p99 && c[k].flows > 0 && t >= at_or_above(c[k].flows);
+    if rto(col::NS3, timeouts.0) || rto(col::PKTSIM, timeouts.1) {
         e.push(Explanation::RtoTail);
     }
     e
@@ -471,23 +475,23 @@ mod tests {
             c
         };
         // Far apart, pktsim steady under jitter, TSQ no help, no RTO: unexplained.
-        assert!(explain(&row(10.0, 20.0, 20.0, (false, false)), (19.0, 21.0), false).is_empty());
+        assert!(explain(&row(10.0, 20.0, 20.0, (false, false)), (19.0, 21.0), (0, 0)).is_empty());
         // ns-3 inside pktsim's jitter range.
         assert_eq!(
-            explain(&row(10.0, 20.0, 20.0, (false, false)), (9.0, 21.0), false),
+            explain(&row(10.0, 20.0, 20.0, (false, false)), (9.0, 21.0), (0, 0)),
             vec![Explanation::Chance]
         );
         // Without TSQ pktsim agrees.
         assert_eq!(
-            explain(&row(10.0, 5.0, 11.0, (false, false)), (5.0, 5.0), false),
+            explain(&row(10.0, 5.0, 11.0, (false, false)), (5.0, 5.0), (0, 0)),
             vec![Explanation::HostQueues]
         );
-        // An RTO at the p99 rank counts only if the case had timeouts.
-        assert!(explain(&row(10.0, 40.0, 40.0, (false, true)), (40.0, 40.0), false).is_empty());
-        assert_eq!(
-            explain(&row(10.0, 40.0, 40.0, (false, true)), (40.0, 40.0), true),
-            vec![Explanation::RtoTail]
-        );
+        // An RTO at the p99 rank counts only if that simulator had enough timeouts to reach the
+        // rank: of 500 flows, ranks 495..=500 are at or above it.
+        let far = row(10.0, 40.0, 40.0, (false, true));
+        assert!(explain(&far, (40.0, 40.0), (0, 0)).is_empty());
+        assert!(explain(&far, (40.0, 40.0), (9, 5)).is_empty());
+        assert_eq!(explain(&far, (40.0, 40.0), (0, 6)), vec![Explanation::RtoTail]);
     }
 
     #[test]

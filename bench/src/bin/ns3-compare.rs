@@ -392,7 +392,7 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
             s,
             "Explanations are computed from this run (see \"What is left\" below): pktsim's p99 range \
              over the trace and {JITTER_DRAWS} copies with arrivals moved by less than one packet time; \
-             pktsim without TSQ within 30 % of ns-3; a timeout at the p99 rank in a case with timeouts. \
+             pktsim without TSQ within 30 % of ns-3; a timeout at the p99 rank in a simulator with enough timeouts in the case to reach that rank. \
              † fewer than 100 flows: the p99 is the slowest flow.\n"
         );
         let _ = writeln!(
@@ -401,7 +401,7 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
         );
         let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
         for (r, i, c) in &far {
-            let timeouts = r.pktsim_timeouts > 0 || r.ns3_timeouts.is_none_or(|n| n > 0);
+            let timeouts = (r.ns3_timeouts.unwrap_or(0), r.pktsim_timeouts);
             let jit = r.pktsim_jitter_p99[*i];
             let ex = explain(c, jit, timeouts);
             if ex.is_empty() {
