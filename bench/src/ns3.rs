@@ -372,6 +372,15 @@ impl Explanation {
     }
 }
 
+/// How many of `n` flows sit at or above the nearest-rank p99 (1 below 100 flows, 2 up to 199):
+/// the tail a row's p99 is made of.
+pub fn at_or_above_p99(n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    n - ((0.99 * n as f64).ceil() as u64).clamp(1, n) + 1
+}
+
 /// Which [`Explanation`]s hold for one row: `c` its numbers by [`col`], `jitter` pktsim's p99
 /// range over jittered copies, `timeouts` the retransmission timeouts of the case in ns-3 and in
 /// pktsim. Empty: unexplained.
@@ -384,9 +393,8 @@ pub fn explain(c: &[ClassNumbers; col::N], jitter: (f64, f64), timeouts: (u64, u
     if rel_err(c[col::NO_TSQ].p99, ns3) <= 0.3 {
         e.push(Explanation::HostQueues);
     }
-    // Flows at or above the nearest-rank p99: enough timeouts must exist to reach that rank.
-    let at_or_above = |n: u64| n - ((0.99 * n as f64).ceil() as u64).clamp(1, n.max(1)) + 1;
-    let rto = |k: usize, t: u64| c[k].rto_at_p99 && c[k].flows > 0 && t >= at_or_above(c[k].flows);
+    // Enough timeouts must exist to reach the p99 rank.
+    let rto = |k: usize, t: u64| c[k].rto_at_p99 && c[k].flows > 0 && t >= at_or_above_p99(c[k].flows);
     if rto(col::NS3, timeouts.0) || rto(col::PKTSIM, timeouts.1) {
         e.push(Explanation::RtoTail);
     }
@@ -492,6 +500,18 @@ mod tests {
         assert!(explain(&far, (40.0, 40.0), (0, 0)).is_empty());
         assert!(explain(&far, (40.0, 40.0), (9, 5)).is_empty());
         assert_eq!(explain(&far, (40.0, 40.0), (0, 6)), vec![Explanation::RtoTail]);
+    }
+
+    #[test]
+    fn the_tail_at_or_above_the_p99_rank() {
+        assert_eq!(at_or_above_p99(0), 0);
+        assert_eq!(at_or_above_p99(1), 1);
+        assert_eq!(at_or_above_p99(99), 1);
+        assert_eq!(at_or_above_p99(100), 2);
+        assert_eq!(at_or_above_p99(117), 2);
+        assert_eq!(at_or_above_p99(199), 2);
+        assert_eq!(at_or_above_p99(200), 3);
+        assert_eq!(at_or_above_p99(500), 6);
     }
 
     #[test]
