@@ -2,24 +2,27 @@
 // ns-3.37 and writes every finished flow's completion time, so pktsim can be checked against an
 // independent packet-level simulator on identical arrivals.
 //
-// Usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking]
+// Usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking] [--qdisc]
 //   OUT.csv gets `id,fct_ns` per finished flow; a summary goes to stderr. --nic-marking also
 //   marks at hosts' NIC queues (pktsim does not; see docs/results/pktsim-vs-ns3/summary.md).
-//   POLYPHONY_NS3_DEBUG_FLOW=<id> prints one flow's sender events to stderr.
+//   --qdisc runs the scheduler as a queue disc in front of a one-packet device queue instead
+//   (ns-3's usual arrangement; see ClassDrrQueueDisc). POLYPHONY_NS3_DEBUG_FLOW=<id> prints one
+//   flow's sender events, and the per-class queue bytes at every port its packets enter, to
+//   stderr.
 //
 // What it builds (mirroring pktsim, crates/polyphony-model/src/pktsim/mod.rs):
 // * The trace's dumbbell or two-tier leaf-spine, point-to-point links with the trace's rates and
 //   delays. A leaf-spine flow takes the spine pktsim's ECMP hash picks (same hash, same salt):
 //   every host has one address per spine (10.s.rack.i+1) and static routes send address s
 //   through spine s, so data and ACKs of a flow cross the same spine both ways.
-// * Every egress port (switch ports and host NICs) runs ClassDrrQueueDisc: one FIFO per class,
+// * Every egress port (switch ports and host NICs) is scheduled by DrrPort: one FIFO per class,
 //   deficit round robin with quanta proportional to the class weights (1514 B x classes x
 //   weight), a shared byte limit (the trace's port buffer, default 1 MB; host NICs unlimited),
-//   optional per-class limits (a packet's class is its flow's, found by port; see ClassOf),
-//   and step ECN marking on enqueue when the class queue including
-//   the packet exceeds K (switch ports only unless --nic-marking). Sizes are counted as pktsim
-//   counts them: the IP packet plus a 14-byte Ethernet header. The device queue holds one
-//   packet, so the scheduler decides.
+//   optional per-class limits (a packet's class is its flow's, found by port; see
+//   ClassOfPorts), and step ECN marking on enqueue when the class queue including the packet
+//   exceeds K (switch ports only unless --nic-marking). Sizes are counted as pktsim counts
+//   them: the IP packet plus a 14-byte Ethernet header. The scheduler is the device's own queue
+//   (ClassDrrDeviceQueue), so it picks the next packet when the wire falls idle, as pktsim does.
 // * DCTCP (g = 1/16, alpha starts at 1, the window never cut below two segments as in Linux;
 //   and halved on a loss; see TcpDctcpFloor), MSS 1448, timestamps on (66-byte headers), no SACK,
 //   classic (NewReno) recovery, no limited transmit, an ACK per segment, RTO = srtt +
@@ -39,6 +42,7 @@
 #include <ns3/internet-module.h>
 #include <ns3/network-module.h>
 #include <ns3/point-to-point-module.h>
+#include <ns3/ppp-header.h>
 #include <ns3/traffic-control-module.h>
 
 #include <chrono>
@@ -64,6 +68,8 @@ const uint32_t kPureAckIp = 52; // IPv4 20 + TCP with timestamps 32
 const uint16_t kFirstPort = 1024;
 // Class index of the flow listening on port kFirstPort + i.
 std::vector<uint8_t> g_portClass;
+// Listener port of the flow named by POLYPHONY_NS3_DEBUG_FLOW (0: none).
+uint16_t g_debugPort = 0;
 
 struct ClassCfg
 {
@@ -267,8 +273,242 @@ Mix64(uint64_t z)
 namespace ns3
 {
 
-// Per-class FIFOs served by deficit round robin, a shared byte limit, optional per-class byte
-// limits and step ECN marking at K (see the file comment).
+// The scheduler of one port: per-class byte counts against a shared byte limit and optional
+// per-class limits, step ECN marking at K, and deficit round robin with quanta proportional to
+// the class weights (see the file comment). Sizes are wire bytes as pktsim counts them.
+struct DrrPort
+{
+    void Configure(const std::vector<ClassCfg>& classes, uint64_t limit, bool mark)
+    {
+        m_classes = classes;
+        m_limit = limit;
+        m_mark = mark;
+        size_t n = classes.size();
+        m_bytes.assign(n, 0);
+        m_deficit.assign(n, 0);
+        m_quantum.clear();
+        for (const auto& c : classes)
+        {
+            m_quantum.push_back(std::max<int64_t>(1, std::llround(c.weight * kQuantumBase * n)));
+        }
+    }
+
+    // Whether a packet of class c and b wire bytes fits.
+    bool Fits(size_t c, uint64_t b) const
+    {
+        uint64_t classLimit = m_classes[c].buffer;
+        return m_total + b <= m_limit && (classLimit == 0 || m_bytes[c] + b <= classLimit);
+    }
+
+    // Whether an arriving packet (IP size ipBytes) is to be marked: data above K.
+    bool ShouldMark(size_t c, uint64_t b, uint64_t ipBytes) const
+    {
+        return m_mark && ipBytes > kPureAckIp && m_bytes[c] + b > m_classes[c].k;
+    }
+
+    void Added(size_t c, uint64_t b, uint64_t tcpDstPort)
+    {
+        if (g_debugPort != 0 && tcpDstPort == g_debugPort)
+        {
+            std::cerr << Simulator::Now().GetNanoSeconds() << " enq port " << this << " class_bytes";
+            for (auto q : m_bytes)
+            {
+                std::cerr << " " << q;
+            }
+            std::cerr << std::endl;
+        }
+        enqueued[c]++;
+        m_bytes[c] += b;
+        m_total += b;
+        maxBytes[c] = std::max(maxBytes[c], m_bytes[c]);
+    }
+
+    // The class to send from next; headBytes(c) is the wire size of class c's head packet, or
+    // 0 when class c is empty. Call only when something is queued; then call Removed.
+    template <typename F>
+    size_t Pick(F headBytes)
+    {
+        size_t n = m_classes.size();
+        for (;;)
+        {
+            size_t c = m_cur;
+            uint64_t b = headBytes(c);
+            if (b > 0)
+            {
+                if (!m_granted)
+                {
+                    m_deficit[c] += m_quantum[c];
+                    m_granted = true;
+                }
+                if (static_cast<int64_t>(b) <= m_deficit[c])
+                {
+                    return c;
+                }
+            }
+            m_granted = false;
+            m_cur = (c + 1) % n;
+        }
+    }
+
+    // Class c's head packet of b wire bytes left; classEmpty: nothing of c remains.
+    void Removed(size_t c, uint64_t b, bool classEmpty)
+    {
+        m_deficit[c] -= b;
+        m_bytes[c] -= b;
+        m_total -= b;
+        if (classEmpty)
+        {
+            m_deficit[c] = 0;
+            m_granted = false;
+            m_cur = (c + 1) % m_classes.size();
+        }
+    }
+
+    uint64_t Total() const
+    {
+        return m_total;
+    }
+
+    uint64_t marks = 0;
+    uint64_t drops = 0;
+    uint64_t enqueued[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    uint64_t maxBytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+
+  private:
+    std::vector<ClassCfg> m_classes;
+    uint64_t m_limit = 0;
+    bool m_mark = false;
+    std::vector<uint64_t> m_bytes;
+    std::vector<int64_t> m_deficit;
+    std::vector<int64_t> m_quantum;
+    uint64_t m_total = 0;
+    size_t m_cur = 0;
+    bool m_granted = false;
+};
+
+// The class of a packet is its flow's: ns-3.37's TCP sends data segments with DSCP 0 once ECN
+// is negotiated (and a TOS set on the socket afterwards clears ECT), so the DSCP on the wire
+// cannot be trusted. Every flow has a listener port of its own (kFirstPort + its index), the
+// destination port of its data and the source port of its ACKs.
+size_t
+ClassOfPorts(const TcpHeader& th)
+{
+    for (uint16_t port : {th.GetDestinationPort(), th.GetSourcePort()})
+    {
+        if (port >= kFirstPort && port - kFirstPort < g_portClass.size())
+        {
+            return g_portClass[port - kFirstPort];
+        }
+    }
+    return 0;
+}
+
+// The point-to-point device's own queue, scheduled by DrrPort: the device takes its next packet
+// from here exactly when the wire falls idle, so the scheduler decides at transmission start as
+// pktsim's ports (and an output-queued switch) do. Packets here carry their PPP header.
+class ClassDrrDeviceQueue : public Queue<Packet>
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::ClassDrrDeviceQueue<Packet>")
+                                .SetParent<Queue<Packet>>()
+                                .SetGroupName("Network")
+                                .AddConstructor<ClassDrrDeviceQueue>();
+        return tid;
+    }
+
+    DrrPort port;
+
+    void Configure(const std::vector<ClassCfg>& classes, uint64_t limit, bool mark)
+    {
+        port.Configure(classes, limit, mark);
+        m_fifo.assign(classes.size(), {});
+        // The byte limits are DrrPort's; the base queue never refuses.
+        SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, 100000000));
+    }
+
+    bool Enqueue(Ptr<Packet> p) override
+    {
+        Ptr<Packet> q = p->Copy();
+        PppHeader ppp;
+        Ipv4Header ip;
+        TcpHeader th;
+        q->RemoveHeader(ppp);
+        q->RemoveHeader(ip);
+        size_t c = q->PeekHeader(th) != 0 ? ClassOfPorts(th) : 0;
+        uint64_t b = Wire(p);
+        if (!port.Fits(c, b))
+        {
+            port.drops++;
+            DropBeforeEnqueue(p);
+            return false;
+        }
+        if (port.ShouldMark(c, b, ip.GetPayloadSize() + ip.GetSerializedSize()) &&
+            (ip.GetEcn() == Ipv4Header::ECN_ECT0 || ip.GetEcn() == Ipv4Header::ECN_ECT1))
+        {
+            // Rewrite the packet's IP header with CE.
+            p->RemoveHeader(ppp);
+            p->RemoveHeader(ip);
+            ip.SetEcn(Ipv4Header::ECN_CE);
+            p->AddHeader(ip);
+            p->AddHeader(ppp);
+            port.marks++;
+        }
+        Iterator it;
+        if (!DoEnqueue(GetContainer().end(), p, it))
+        {
+            return false;
+        }
+        m_fifo[c].push_back(it);
+        port.Added(c, b, th.GetDestinationPort());
+        return true;
+    }
+
+    Ptr<Packet> Dequeue() override
+    {
+        if (port.Total() == 0)
+        {
+            return nullptr;
+        }
+        size_t c = port.Pick([this](size_t k) { return m_fifo[k].empty() ? 0 : Wire(*m_fifo[k].front()); });
+        ConstIterator it = m_fifo[c].front();
+        m_fifo[c].pop_front();
+        Ptr<Packet> p = DoDequeue(it);
+        port.Removed(c, Wire(p), m_fifo[c].empty());
+        return p;
+    }
+
+    Ptr<Packet> Remove() override
+    {
+        Ptr<Packet> p = Dequeue();
+        if (p)
+        {
+            DropAfterDequeue(p);
+        }
+        return p;
+    }
+
+    Ptr<const Packet> Peek() const override
+    {
+        return GetContainer().empty() ? nullptr : *GetContainer().begin();
+    }
+
+  private:
+    // pktsim's wire size: the IP packet plus a 14-byte Ethernet header (here: minus PPP's 2).
+    static uint64_t Wire(Ptr<const Packet> p)
+    {
+        return p->GetSize() - 2 + kEthernet;
+    }
+
+    std::vector<std::deque<ConstIterator>> m_fifo;
+};
+
+NS_OBJECT_ENSURE_REGISTERED(ClassDrrDeviceQueue);
+
+// The same scheduler as a queue disc in front of a one-packet device queue (--qdisc): the
+// device holds the packet it will send next, so the scheduler commits one packet ahead and a
+// packet of another class waits up to one more packet time at every port.
 class ClassDrrQueueDisc : public QueueDisc
 {
   public:
@@ -286,48 +526,15 @@ class ClassDrrQueueDisc : public QueueDisc
     {
     }
 
+    DrrPort port;
+
     void Configure(const std::vector<ClassCfg>& classes, uint64_t limit, bool mark)
     {
-        m_classes = classes;
-        m_limit = limit;
-        m_mark = mark;
-        size_t n = classes.size();
-        m_bytes.assign(n, 0);
-        m_deficit.assign(n, 0);
-        m_quantum.clear();
-        for (const auto& c : classes)
-        {
-            m_quantum.push_back(std::max<int64_t>(1, std::llround(c.weight * kQuantumBase * n)));
-        }
+        port.Configure(classes, limit, mark);
+        m_nClasses = classes.size();
     }
-
-    uint64_t marks = 0;
-    uint64_t drops = 0;
-    uint64_t enqueued[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    uint64_t maxBytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 
   private:
-    // The class of a packet is its flow's: ns-3.37's TCP sends data segments with DSCP 0 once
-    // ECN is negotiated (and a TOS set on the socket afterwards clears ECT), so the DSCP on the
-    // wire cannot be trusted. Every flow has a listener port of its own (kFirstPort + its
-    // index), the destination port of its data and the source port of its ACKs.
-    size_t ClassOf(Ptr<QueueDiscItem> item) const
-    {
-        TcpHeader th;
-        if (item->GetPacket()->PeekHeader(th) == 0)
-        {
-            return 0;
-        }
-        for (uint16_t port : {th.GetDestinationPort(), th.GetSourcePort()})
-        {
-            if (port >= kFirstPort && port - kFirstPort < g_portClass.size())
-            {
-                return g_portClass[port - kFirstPort];
-            }
-        }
-        return 0;
-    }
-
     static uint64_t Wire(Ptr<const QueueDiscItem> item)
     {
         return item->GetSize() + kEthernet;
@@ -335,79 +542,50 @@ class ClassDrrQueueDisc : public QueueDisc
 
     bool DoEnqueue(Ptr<QueueDiscItem> item) override
     {
-        size_t c = ClassOf(item);
+        TcpHeader th;
+        bool tcp = item->GetPacket()->PeekHeader(th) != 0;
+        size_t c = tcp ? ClassOfPorts(th) : 0;
         uint64_t b = Wire(item);
-        uint64_t classLimit = m_classes[c].buffer;
-        if (m_total + b > m_limit || (classLimit > 0 && m_bytes[c] + b > classLimit))
+        if (!port.Fits(c, b))
         {
-            drops++;
+            port.drops++;
             DropBeforeEnqueue(item, "buffer full");
             return false;
         }
-        if (m_mark && item->GetSize() > kPureAckIp && m_bytes[c] + b > m_classes[c].k)
+        if (port.ShouldMark(c, b, item->GetSize()) && Mark(item, "above K"))
         {
-            if (Mark(item, "above K"))
-            {
-                marks++;
-            }
+            port.marks++;
         }
-        bool ok = GetInternalQueue(c)->Enqueue(item);
-        if (ok)
+        if (!GetInternalQueue(c)->Enqueue(item))
         {
-            enqueued[c]++;
-            maxBytes[c] = std::max(maxBytes[c], m_bytes[c] + b);
-            m_bytes[c] += b;
-            m_total += b;
+            return false;
         }
-        return ok;
+        port.Added(c, b, th.GetDestinationPort());
+        return true;
     }
 
     Ptr<QueueDiscItem> DoDequeue() override
     {
-        if (m_total == 0)
+        if (port.Total() == 0)
         {
             return nullptr;
         }
-        size_t n = m_classes.size();
-        for (;;)
-        {
-            size_t c = m_cur;
-            Ptr<const QueueDiscItem> head = GetInternalQueue(c)->Peek();
-            if (head)
-            {
-                if (!m_granted)
-                {
-                    m_deficit[c] += m_quantum[c];
-                    m_granted = true;
-                }
-                uint64_t b = Wire(head);
-                if (static_cast<int64_t>(b) <= m_deficit[c])
-                {
-                    Ptr<QueueDiscItem> item = GetInternalQueue(c)->Dequeue();
-                    m_deficit[c] -= b;
-                    m_bytes[c] -= b;
-                    m_total -= b;
-                    if (GetInternalQueue(c)->IsEmpty())
-                    {
-                        m_deficit[c] = 0;
-                        m_granted = false;
-                        m_cur = (c + 1) % n;
-                    }
-                    return item;
-                }
-            }
-            m_granted = false;
-            m_cur = (c + 1) % n;
-        }
+        size_t c = port.Pick([this](size_t k) {
+            Ptr<const QueueDiscItem> head = GetInternalQueue(k)->Peek();
+            return head ? Wire(head) : 0;
+        });
+        Ptr<QueueDiscItem> item = GetInternalQueue(c)->Dequeue();
+        port.Removed(c, Wire(item), GetInternalQueue(c)->IsEmpty());
+        return item;
     }
 
     bool CheckConfig() override
     {
-        if (m_classes.empty())
+        if (m_nClasses == 0)
         {
             return false;
         }
-        while (GetNInternalQueues() < m_classes.size())
+        while (GetNInternalQueues() < m_nClasses)
         {
             AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
                 "MaxSize",
@@ -420,15 +598,7 @@ class ClassDrrQueueDisc : public QueueDisc
     {
     }
 
-    std::vector<ClassCfg> m_classes;
-    uint64_t m_limit = 0;
-    bool m_mark = false;
-    std::vector<uint64_t> m_bytes;
-    std::vector<int64_t> m_deficit;
-    std::vector<int64_t> m_quantum;
-    uint64_t m_total = 0;
-    size_t m_cur = 0;
-    bool m_granted = false;
+    size_t m_nClasses = 0;
 };
 
 NS_OBJECT_ENSURE_REGISTERED(ClassDrrQueueDisc);
@@ -605,10 +775,27 @@ main(int argc, char** argv)
 {
     if (argc < 3)
     {
-        std::cerr << "usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking]" << std::endl;
+        std::cerr << "usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking] [--qdisc]" << std::endl;
         return 2;
     }
-    bool nicMarking = argc > 3 && std::string(argv[3]) == "--nic-marking";
+    bool nicMarking = false;
+    bool qdisc = false;
+    for (int i = 3; i < argc; i++)
+    {
+        std::string a = argv[i];
+        if (a == "--nic-marking")
+        {
+            nicMarking = true;
+        }
+        else if (a == "--qdisc")
+        {
+            qdisc = true;
+        }
+        else
+        {
+            Fail(a, "unknown option: use --nic-marking or --qdisc");
+        }
+    }
     auto wall0 = std::chrono::steady_clock::now();
     Trace t = ReadTrace(argv[1]);
     const bool ls = t.kind == "leaf_spine";
@@ -682,17 +869,25 @@ main(int argc, char** argv)
     stack.Install(hostNodes);
     stack.Install(switchNodes);
 
-    std::vector<Ptr<ClassDrrQueueDisc>> switchDiscs;
+    std::vector<DrrPort*> switchPorts;
     uint32_t dummy = 0;
     // Connects a and b; returns the interface index on each side. Every egress gets the DRR disc.
     auto connect = [&](Ptr<Node> a, bool aSwitch, Ptr<Node> b, bool bSwitch, double mbps) {
         PointToPointHelper p2p;
         p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(std::llround(mbps * 1e6)))));
         p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(std::llround(t.delayUs * 1e3))));
-        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
-        NetDeviceContainer d = p2p.Install(a, b);
-        for (int side = 0; side < 2; side++)
+        if (qdisc)
         {
+            p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
+        }
+        else
+        {
+            p2p.SetQueue("ns3::ClassDrrDeviceQueue");
+        }
+        NetDeviceContainer d = p2p.Install(a, b);
+        for (int side = 0; side < 2 && qdisc; side++)
+        {
+            // The one-packet device queue behind the queue disc should never drop.
             Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(side));
             dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeCallback(&DeviceDrop));
             dev->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&DeviceDrop));
@@ -713,14 +908,26 @@ main(int argc, char** argv)
             }
             ip->SetUp(i);
             (side == 0 ? idx.first : idx.second) = i;
-            TrafficControlHelper tch;
-            tch.SetRootQueueDisc("ns3::ClassDrrQueueDisc");
-            QueueDiscContainer qd = tch.Install(d.Get(side));
-            Ptr<ClassDrrQueueDisc> disc = DynamicCast<ClassDrrQueueDisc>(qd.Get(0));
-            disc->Configure(t.classes, sw ? t.portBuffer : UINT64_MAX, sw || nicMarking);
+            DrrPort* port = nullptr;
+            if (qdisc)
+            {
+                TrafficControlHelper tch;
+                tch.SetRootQueueDisc("ns3::ClassDrrQueueDisc");
+                QueueDiscContainer qd = tch.Install(d.Get(side));
+                Ptr<ClassDrrQueueDisc> disc = DynamicCast<ClassDrrQueueDisc>(qd.Get(0));
+                disc->Configure(t.classes, sw ? t.portBuffer : UINT64_MAX, sw || nicMarking);
+                port = &disc->port;
+            }
+            else
+            {
+                Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(side));
+                Ptr<ClassDrrDeviceQueue> q = DynamicCast<ClassDrrDeviceQueue>(dev->GetQueue());
+                q->Configure(t.classes, sw ? t.portBuffer : UINT64_MAX, sw || nicMarking);
+                port = &q->port;
+            }
             if (sw)
             {
-                switchDiscs.push_back(disc);
+                switchPorts.push_back(port);
             }
         }
         return idx;
@@ -799,6 +1006,10 @@ main(int argc, char** argv)
             alias = h % t.spines;
         }
         uint16_t port = static_cast<uint16_t>(kFirstPort + i);
+        if (debugFlow == static_cast<int64_t>(r->id))
+        {
+            g_debugPort = port;
+        }
         g_portClass.push_back(static_cast<uint8_t>(cls));
         uint8_t tos = r->dscp << 2;
         uint32_t initcwnd = t.classes[cls].initcwnd;
@@ -872,7 +1083,7 @@ main(int argc, char** argv)
     }
     uint64_t marks = 0, drops = 0;
     std::vector<uint64_t> perClass(t.classes.size(), 0), maxQ(t.classes.size(), 0);
-    for (const auto& d : switchDiscs)
+    for (const DrrPort* d : switchPorts)
     {
         marks += d->marks;
         drops += d->drops;

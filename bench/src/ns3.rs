@@ -4,12 +4,14 @@
 //! ρ, speed ratio) that `ns3-compare` writes to `docs/results/pktsim-vs-ns3/`.
 
 use polyphony_model::{
-    output_from_fcts, three_class_scenario, trace_input, FlowSim, FlowSimMode, ModelInput, ModelOutput, NetworkModel,
-    PktSim, PktSimOptions,
+    output_from_fcts, three_class_scenario, trace_input, Corrected, FlowSim, FlowSimMode, ModelInput, ModelOutput,
+    NetworkModel, PktSim, PktSimOptions,
 };
 use polyphony_spec::{
     percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, TopologySpec,
 };
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,7 +120,34 @@ pub struct ClassNumbers {
     pub p50: f64,
     /// p99 slowdown.
     pub p99: f64,
+    /// Whether the flow at the p99 rank took at least [`MIN_RTO`] longer than its ideal FCT (a
+    /// retransmission timeout in the tail; only known for per-flow outputs).
+    pub rto_at_p99: bool,
 }
+
+/// Columns of [`CaseResult::classes`].
+pub mod col {
+    /// ns-3.
+    pub const NS3: usize = 0;
+    /// pktsim.
+    pub const PKTSIM: usize = 1;
+    /// flowsim, per-flow mode.
+    pub const FLOWSIM: usize = 2;
+    /// flowsim, aggregate mode.
+    pub const AGGREGATE: usize = 3;
+    /// pktsim without TCP small queues.
+    pub const NO_TSQ: usize = 4;
+    /// flowsim-corrected (the controller's default model).
+    pub const CORRECTED: usize = 5;
+    /// How many.
+    pub const N: usize = 6;
+}
+
+/// Linux's and both simulators' minimum retransmission timeout.
+pub const MIN_RTO: Nanos = Nanos(200_000_000);
+
+/// Arrival jitter draws pktsim is rerun with to measure its own sensitivity ([`jittered`]).
+pub const JITTER_DRAWS: u64 = 4;
 
 /// Everything one case produced.
 #[derive(Debug, Clone)]
@@ -127,9 +156,14 @@ pub struct CaseResult {
     pub case: String,
     /// Flows in the trace.
     pub flows: usize,
-    /// Per class (in [`CLASSES`] order): ns-3, pktsim, flowsim (per flow), flowsim (aggregate),
-    /// pktsim without TCP small queues (as ns-3, which has none).
-    pub classes: Vec<[ClassNumbers; 5]>,
+    /// Per class (in [`CLASSES`] order), by [`col`]: ns-3, pktsim, flowsim (per flow), flowsim
+    /// (aggregate), pktsim without TCP small queues (as ns-3, which has none), flowsim-corrected.
+    pub classes: Vec<[ClassNumbers; col::N]>,
+    /// Per class: the smallest and largest p99 of pktsim over the trace and its
+    /// [`JITTER_DRAWS`] arrival-jittered copies.
+    pub pktsim_jitter_p99: Vec<(f64, f64)>,
+    /// Flows ns-3 retransmitted on a timeout, from its summary line (`None`: not reported).
+    pub ns3_timeouts: Option<u64>,
     /// Wall seconds of the ns-3 process (parse, build, run, write).
     pub ns3_wall_s: f64,
     /// Wall seconds of the pktsim run.
@@ -156,9 +190,37 @@ fn numbers(out: &ModelOutput) -> Vec<ClassNumbers> {
                 flows: s.flows,
                 p50: s.p50,
                 p99: s.p99,
+                rto_at_p99: out.flows.as_ref().is_some_and(|fl| rto_at_p99(fl, d)),
             })
         })
         .collect()
+}
+
+/// Whether the nearest-rank p99 flow of class `d` (by slowdown) waited at least [`MIN_RTO`]
+/// beyond its ideal FCT.
+fn rto_at_p99(flows: &[polyphony_spec::FlowOutcome], d: Dscp) -> bool {
+    let mut v: Vec<&polyphony_spec::FlowOutcome> = flows.iter().filter(|f| f.dscp == d).collect();
+    if v.is_empty() {
+        return false;
+    }
+    v.sort_by(|a, b| a.slowdown().total_cmp(&b.slowdown()));
+    let k = ((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    v[k].fct.0.saturating_sub(v[k].ideal.0) >= MIN_RTO.0
+}
+
+/// `trace` with every start moved later by a uniform draw below one packet time (1514 bytes) at
+/// the host rate, re-sorted: the same workload to any statistic, arriving a fraction of a packet
+/// apart. pktsim's spread over such copies is how far its tail moves by chance alone.
+pub fn jittered(trace: &FlowTrace, draw: u64) -> anyhow::Result<FlowTrace> {
+    let packet_ns = 1514.0 * 8e9 / trace.topology.reference_rate().0 as f64;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(draw ^ 0x6a09_e667_f3bc_c909);
+    let mut flows = trace.workload.flows.clone();
+    for f in &mut flows {
+        f.start = Nanos(f.start.0 + rng.gen_range(0.0..packet_ns) as u64);
+    }
+    let mut out = trace.clone();
+    out.workload = polyphony_spec::Workload::new(flows, trace.workload.duration)?;
+    Ok(out)
 }
 
 /// Reads the replay program's `id,fct_ns` file into per-flow FCTs in workload order.
@@ -223,16 +285,24 @@ pub fn run_case(
         ..pktsim.options
     })
     .run(&input, &trace.config)?;
-    let fs = FlowSim::default()
-        .evaluate(&input, std::slice::from_ref(&trace.config))
-        .pop()
-        .ok_or_else(|| anyhow::anyhow!("flowsim returned nothing"))??;
-    let fa = FlowSim::with_mode(FlowSimMode::Aggregate)
-        .evaluate(&input, std::slice::from_ref(&trace.config))
-        .pop()
-        .ok_or_else(|| anyhow::anyhow!("flowsim returned nothing"))??;
+    let one = |m: &dyn NetworkModel| -> anyhow::Result<ModelOutput> {
+        Ok(m.evaluate(&input, std::slice::from_ref(&trace.config))
+            .pop()
+            .ok_or_else(|| anyhow::anyhow!("{} returned nothing", m.name()))??)
+    };
+    let fs = one(&FlowSim::default())?;
+    let fa = one(&FlowSim::with_mode(FlowSimMode::Aggregate))?;
+    let fc = one(&Corrected::shipped()?)?;
     let (n, p, f, a) = (numbers(&ns3_out), numbers(&pkt.output), numbers(&fs), numbers(&fa));
-    let q = numbers(&no_tsq.output);
+    let (q, c) = (numbers(&no_tsq.output), numbers(&fc));
+    let mut jitter: Vec<(f64, f64)> = p.iter().map(|x| (x.p99, x.p99)).collect();
+    for draw in 0..JITTER_DRAWS {
+        let jt = jittered(trace, draw)?;
+        let out = pktsim.run(&trace_input(&jt)?, &jt.config)?.output;
+        for (range, x) in jitter.iter_mut().zip(numbers(&out)) {
+            *range = (range.0.min(x.p99), range.1.max(x.p99));
+        }
+    }
     std::fs::write(
         work.join(format!("{}.flows.csv", case.name)),
         per_flow_csv(&ns3_out, &pkt.output),
@@ -240,7 +310,11 @@ pub fn run_case(
     Ok(CaseResult {
         case: case.name.clone(),
         flows: input.workload.flows.len(),
-        classes: (0..CLASSES.len()).map(|i| [n[i], p[i], f[i], a[i], q[i]]).collect(),
+        classes: (0..CLASSES.len())
+            .map(|i| [n[i], p[i], f[i], a[i], q[i], c[i]])
+            .collect(),
+        pktsim_jitter_p99: jitter,
+        ns3_timeouts: log_count(&log, "rtos"),
         ns3_wall_s,
         pktsim_wall_s,
         ns3_unfinished: ns3_out.stats.unfinished,
@@ -270,6 +344,61 @@ fn per_flow_csv(ns3: &ModelOutput, pkt: &ModelOutput) -> String {
         ));
     }
     s
+}
+
+/// What the run itself shows about a row where pktsim and ns-3 disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Explanation {
+    /// ns-3's p99 lies within pktsim's own p99 range over arrival-jittered copies of the trace
+    /// ([`jittered`]): the tail is set by which flows happen to collide, and a shift of less
+    /// than a packet time moves pktsim as far as ns-3 is from it.
+    Chance,
+    /// pktsim without TCP small queues (ns-3's host model) is within 30 % of ns-3.
+    HostQueues,
+    /// In ns-3 or in pktsim, the flow at the p99 rank took at least [`MIN_RTO`] beyond its ideal
+    /// FCT and that simulator had at least as many retransmission timeouts in the case as the
+    /// class has flows at or above its p99 rank: the p99 counts rare events.
+    RtoTail,
+}
+
+impl Explanation {
+    /// A short name for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Explanation::Chance => "chance (within pktsim's jitter range)",
+            Explanation::HostQueues => "host NIC queues (TSQ)",
+            Explanation::RtoTail => "RTO in the tail",
+        }
+    }
+}
+
+/// How many of `n` flows sit at or above the nearest-rank p99 (1 below 100 flows, 2 up to 199):
+/// the tail a row's p99 is made of.
+pub fn at_or_above_p99(n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    n - ((0.99 * n as f64).ceil() as u64).clamp(1, n) + 1
+}
+
+/// Which [`Explanation`]s hold for one row: `c` its numbers by [`col`], `jitter` pktsim's p99
+/// range over jittered copies, `timeouts` the retransmission timeouts of the case in ns-3 and in
+/// pktsim. Empty: unexplained.
+pub fn explain(c: &[ClassNumbers; col::N], jitter: (f64, f64), timeouts: (u64, u64)) -> Vec<Explanation> {
+    let ns3 = c[col::NS3].p99;
+    let mut e = Vec::new();
+    if jitter.0 <= ns3 && ns3 <= jitter.1 {
+        e.push(Explanation::Chance);
+    }
+    if rel_err(c[col::NO_TSQ].p99, ns3) <= 0.3 {
+        e.push(Explanation::HostQueues);
+    }
+    // Enough timeouts must exist to reach the p99 rank.
+    let rto = |k: usize, t: u64| c[k].rto_at_p99 && c[k].flows > 0 && t >= at_or_above_p99(c[k].flows);
+    if rto(col::NS3, timeouts.0) || rto(col::PKTSIM, timeouts.1) {
+        e.push(Explanation::RtoTail);
+    }
+    e
 }
 
 /// The number after `key ` in the replay program's summary line (e.g. `switch_drops 216`).
@@ -333,6 +462,92 @@ mod tests {
         assert_eq!(v[2], None);
         let e = read_fcts("id,fct_ns\n1,-5\n", &input, "x").unwrap_err().to_string();
         assert!(e.starts_with("x:2: fct_ns"), "{e}");
+    }
+
+    #[test]
+    fn rows_are_explained_only_by_what_the_run_shows() {
+        let row = |ns3: f64, pkt: f64, no_tsq: f64, rto: (bool, bool)| {
+            let mut c = [ClassNumbers::default(); col::N];
+            c[col::NS3] = ClassNumbers {
+                flows: 500,
+                p50: 1.0,
+                p99: ns3,
+                rto_at_p99: rto.0,
+            };
+            c[col::PKTSIM] = ClassNumbers {
+                p99: pkt,
+                rto_at_p99: rto.1,
+                ..c[col::NS3]
+            };
+            c[col::NO_TSQ].p99 = no_tsq;
+            c
+        };
+        // Far apart, pktsim steady under jitter, TSQ no help, no RTO: unexplained.
+        assert!(explain(&row(10.0, 20.0, 20.0, (false, false)), (19.0, 21.0), (0, 0)).is_empty());
+        // ns-3 inside pktsim's jitter range.
+        assert_eq!(
+            explain(&row(10.0, 20.0, 20.0, (false, false)), (9.0, 21.0), (0, 0)),
+            vec![Explanation::Chance]
+        );
+        // Without TSQ pktsim agrees.
+        assert_eq!(
+            explain(&row(10.0, 5.0, 11.0, (false, false)), (5.0, 5.0), (0, 0)),
+            vec![Explanation::HostQueues]
+        );
+        // An RTO at the p99 rank counts only if that simulator had enough timeouts to reach the
+        // rank: of 500 flows, ranks 495..=500 are at or above it.
+        let far = row(10.0, 40.0, 40.0, (false, true));
+        assert!(explain(&far, (40.0, 40.0), (0, 0)).is_empty());
+        assert!(explain(&far, (40.0, 40.0), (9, 5)).is_empty());
+        assert_eq!(explain(&far, (40.0, 40.0), (0, 6)), vec![Explanation::RtoTail]);
+    }
+
+    #[test]
+    fn the_tail_at_or_above_the_p99_rank() {
+        assert_eq!(at_or_above_p99(0), 0);
+        assert_eq!(at_or_above_p99(1), 1);
+        assert_eq!(at_or_above_p99(99), 1);
+        assert_eq!(at_or_above_p99(100), 2);
+        assert_eq!(at_or_above_p99(117), 2);
+        assert_eq!(at_or_above_p99(199), 2);
+        assert_eq!(at_or_above_p99(200), 3);
+        assert_eq!(at_or_above_p99(500), 6);
+    }
+
+    #[test]
+    fn the_rto_rank_is_the_nearest_rank_p99_flow() {
+        let f = |i: u64, extra_ms: u64| polyphony_spec::FlowOutcome {
+            id: FlowId(i),
+            dscp: Dscp::AF11,
+            size: Bytes(1000),
+            start: Nanos(0),
+            fct: Nanos(1_000_000 + extra_ms * 1_000_000),
+            ideal: Nanos(1_000_000),
+        };
+        // 200 flows: the p99 rank is the 198th; two RTO flows are the 199th and 200th.
+        let mut v: Vec<_> = (0..198).map(|i| f(i, 0)).collect();
+        v.push(f(198, 200));
+        v.push(f(199, 200));
+        assert!(!rto_at_p99(&v, Dscp::AF11));
+        v[0] = f(0, 250);
+        assert!(rto_at_p99(&v, Dscp::AF11));
+        assert!(!rto_at_p99(&v, Dscp::AF21));
+    }
+
+    #[test]
+    fn jitter_moves_starts_by_less_than_a_packet_and_keeps_the_flows() {
+        let case = &matrix()[0];
+        let trace = case_trace(case, 200, 3).unwrap();
+        let j = jittered(&trace, 1).unwrap();
+        assert_eq!(j.workload.flows.len(), trace.workload.flows.len());
+        let packet_ns = 1514 * 8_000_000_000 / trace.topology.reference_rate().0;
+        let by_id: HashMap<FlowId, Nanos> = trace.workload.flows.iter().map(|f| (f.id, f.start)).collect();
+        assert!(j.workload.flows.windows(2).all(|w| w[0].start <= w[1].start));
+        assert!(j.workload.flows.iter().all(|f| {
+            let d = f.start.0 - by_id[&f.id].0;
+            d <= packet_ns
+        }));
+        assert!(j.workload.flows.iter().any(|f| f.start != by_id[&f.id]));
     }
 
     #[test]

@@ -354,6 +354,16 @@ mod tests {
     }
 
     #[test]
+    fn a_file_cut_inside_its_last_row_is_named() {
+        // No trailing newline: the cut row is still read, and refused by line.
+        let e = parse("0,0,3,10,1448,0\n1,1,3,1").unwrap_err();
+        assert_eq!(e, "t.trace:8: 4 fields, expected 6 (truncated line?)");
+        // A number cut into another row's digits overflows rather than wraps.
+        let e = parse("0,0,3,10,1448,184467440737095516150\n").unwrap_err();
+        assert!(e.starts_with("t.trace:7: start = \"184467440737095516150\""), "{e}");
+    }
+
+    #[test]
     fn unknown_host_is_named() {
         let e = parse("0,0,3,10,1448,0\n1,9,3,18,5000,10\n").unwrap_err();
         assert_eq!(e, "t.trace:8: src = 9: unknown host (the topology has hosts 0..4)");
