@@ -11,15 +11,25 @@ use polyphony_spec::{Nanos, NetworkConfig};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-const SYN: u8 = 0;
-const SYNACK: u8 = 1;
-const DATA: u8 = 2;
-const ACK: u8 = 3;
-const APPACK: u8 = 4;
+/// What a simulated packet is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Syn,
+    SynAck,
+    Data,
+    Ack,
+    /// The receiver's acknowledgement of the last byte: the flow is complete.
+    AppAck,
+}
 
-const EV_TXDONE: u8 = 0;
-const EV_ARRIVE: u8 = 1;
-const EV_TIMER: u8 = 2;
+/// What a scheduled event does: a port finishes serialising, a packet reaches the next hop, a
+/// flow's retransmission timer fires.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum EvKind {
+    TxDone,
+    Arrive,
+    Timer,
+}
 
 const MAX_RTO: u64 = 60_000_000_000;
 
@@ -29,7 +39,7 @@ struct Pkt {
     flow: u32,
     seq: u32,
     wire: u16,
-    kind: u8,
+    kind: Kind,
     hop: u8,
     ce: bool,
     ece: bool,
@@ -39,7 +49,7 @@ struct Pkt {
 struct Ev {
     t: u64,
     seq: u64,
-    kind: u8,
+    kind: EvKind,
     arg: u32,
 }
 impl Ord for Ev {
@@ -261,12 +271,12 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         let popped = if from_timers { sim.timers.pop() } else { sim.heap.pop() };
         let Some(ev) = popped else { break };
         if ev.t > horizon {
-            if ev.kind != EV_TIMER {
+            if ev.kind != EvKind::Timer {
                 sim.heap.push(ev); // still on a wire: counted as in flight below
             }
             break;
         }
-        if ev.kind == EV_TIMER {
+        if ev.kind == EvKind::Timer {
             let f = &sim.flows[ev.arg as usize];
             if f.state == St::Done || f.timer_at != ev.t {
                 continue; // a finished flow's or a superseded timer: not an event of the network
@@ -275,17 +285,17 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         sim.now = ev.t;
         sim.events += 1;
         match ev.kind {
-            EV_TXDONE => {
+            EvKind::TxDone => {
                 sim.ports[ev.arg as usize].busy = false;
                 sim.kick(ev.arg as usize);
             }
-            EV_ARRIVE => sim.arrive(ev.arg),
-            _ => sim.timer(ev.arg),
+            EvKind::Arrive => sim.arrive(ev.arg),
+            EvKind::Timer => sim.timer(ev.arg),
         }
     }
     let end = sim.now;
     // In flight: packets still queued at ports plus packets on a wire (pending arrivals).
-    let on_wire = sim.heap.iter().filter(|e| e.kind == EV_ARRIVE).count() as u64;
+    let on_wire = sim.heap.iter().filter(|e| e.kind == EvKind::Arrive).count() as u64;
     let queued: u64 = sim.ports.iter().map(|p| p.queued_packets()).sum();
     let conservation = Conservation {
         created: sim.created,
@@ -342,7 +352,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
 
 impl Sim<'_> {
     #[inline]
-    fn push_ev(&mut self, t: u64, kind: u8, arg: u32) {
+    fn push_ev(&mut self, t: u64, kind: EvKind, arg: u32) {
         self.seq += 1;
         let ev = Ev {
             t,
@@ -350,7 +360,7 @@ impl Sim<'_> {
             kind,
             arg,
         };
-        if kind == EV_TIMER {
+        if kind == EvKind::Timer {
             self.timers.push(ev);
         } else {
             self.heap.push(ev);
@@ -370,7 +380,7 @@ impl Sim<'_> {
 
     fn path_of(&self, p: &Pkt) -> Path {
         let f = &self.flows[p.flow as usize];
-        if p.kind == SYN || p.kind == DATA {
+        if p.kind == Kind::Syn || p.kind == Kind::Data {
             f.fwd
         } else {
             f.rev
@@ -378,17 +388,17 @@ impl Sim<'_> {
     }
 
     /// Creates a packet at its source host and queues it on the first link.
-    fn send(&mut self, flow: u32, kind: u8, seq: u32, ece: bool) {
+    fn send(&mut self, flow: u32, kind: Kind, seq: u32, ece: bool) {
         let wire = match kind {
-            DATA => {
+            Kind::Data => {
                 let f = &self.flows[flow as usize];
                 let pl = if seq + 1 == f.n { f.last_payload as u64 } else { MSS };
                 pl + HEADER_BYTES
             }
-            APPACK => HEADER_BYTES + 1,
-            _ => HEADER_BYTES,
+            Kind::AppAck => HEADER_BYTES + 1,
+            Kind::Syn | Kind::SynAck | Kind::Ack => HEADER_BYTES,
         };
-        if kind == DATA {
+        if kind == Kind::Data {
             self.flows[flow as usize].nic_bytes += wire as u32;
         }
         let i = self.alloc(Pkt {
@@ -420,7 +430,7 @@ impl Sim<'_> {
         }
         let mut ce = p.ce;
         if port.switch
-            && p.kind == DATA
+            && p.kind == Kind::Data
             && self.opts.marking == Marking::QueueBytes
             && self.cca[c].ecn()
             && port.qbytes[c] + b > self.k_bytes[c]
@@ -453,7 +463,7 @@ impl Sim<'_> {
         };
         let p = &mut self.pkts[i as usize];
         let c = self.flows[p.flow as usize].class as usize;
-        if port.switch && p.kind == DATA && self.opts.marking == Marking::Sojourn && !p.ce && self.cca[c].ecn() {
+        if port.switch && p.kind == Kind::Data && self.opts.marking == Marking::Sojourn && !p.ce && self.cca[c].ecn() {
             let k_ns = (self.k_bytes[c] * 8_000_000_000) / port.rate;
             if now - p.t_enq > k_ns {
                 p.ce = true;
@@ -464,10 +474,10 @@ impl Sim<'_> {
         port.busy = true;
         let ser = port.ser(p.wire as u64);
         let delay = port.delay;
-        let host_data = !port.switch && p.kind == DATA && p.hop == 0;
+        let host_data = !port.switch && p.kind == Kind::Data && p.hop == 0;
         let (flow, wire) = (p.flow, p.wire as u32);
-        self.push_ev(now + ser, EV_TXDONE, link as u32);
-        self.push_ev(now + ser + delay, EV_ARRIVE, i);
+        self.push_ev(now + ser, EvKind::TxDone, link as u32);
+        self.push_ev(now + ser + delay, EvKind::Arrive, i);
         if host_data {
             let f = &mut self.flows[flow as usize];
             f.nic_bytes = f.nic_bytes.saturating_sub(wire);
@@ -489,9 +499,9 @@ impl Sim<'_> {
         self.delivered += 1;
         self.free.push(i);
         match p.kind {
-            SYN => self.send(p.flow, SYNACK, 0, false),
-            DATA => self.receive_data(p.flow, p.seq, p.ce),
-            _ => self.receive_ack(p.flow, p.kind, p.seq, p.ece),
+            Kind::Syn => self.send(p.flow, Kind::SynAck, 0, false),
+            Kind::Data => self.receive_data(p.flow, p.seq, p.ce),
+            Kind::SynAck | Kind::Ack | Kind::AppAck => self.receive_ack(p.flow, p.kind, p.seq, p.ece),
         }
     }
 
@@ -502,7 +512,7 @@ impl Sim<'_> {
         f.syn_time = now;
         let d = now + f.rto;
         self.open_flows += 1;
-        self.send(flow, SYN, 0, false);
+        self.send(flow, Kind::Syn, 0, false);
         self.arm(flow, d);
     }
 
@@ -511,7 +521,7 @@ impl Sim<'_> {
         f.deadline = deadline;
         if f.timer_at == 0 || deadline < f.timer_at {
             f.timer_at = deadline;
-            self.push_ev(deadline, EV_TIMER, flow);
+            self.push_ev(deadline, EvKind::Timer, flow);
         }
     }
 
@@ -547,7 +557,7 @@ impl Sim<'_> {
         f.rto = (f.rto * 2).min(MAX_RTO);
         let d = now + f.rto;
         if f.state == St::SynSent {
-            self.send(flow, SYN, 0, false);
+            self.send(flow, Kind::Syn, 0, false);
         } else {
             self.try_send(flow);
         }
@@ -573,20 +583,20 @@ impl Sim<'_> {
             f.ooo[(seq / 64) as usize] |= 1 << (seq % 64);
         }
         let (ack, kind) = if f.rcv_nxt >= f.n {
-            (f.n, APPACK)
+            (f.n, Kind::AppAck)
         } else {
-            (f.rcv_nxt, ACK)
+            (f.rcv_nxt, Kind::Ack)
         };
         self.send(flow, kind, ack, ce);
     }
 
-    fn receive_ack(&mut self, flow: u32, kind: u8, ack: u32, ece: bool) {
+    fn receive_ack(&mut self, flow: u32, kind: Kind, ack: u32, ece: bool) {
         let now = self.now;
         let g = self.opts.dctcp_g;
         let min_rto = self.opts.min_rto.0;
         let f = &mut self.flows[flow as usize];
         let cca = self.cca[f.class as usize];
-        if kind == SYNACK {
+        if kind == Kind::SynAck {
             if f.state == St::SynSent {
                 f.state = St::Open;
                 if f.rto == self.opts.initial_rto.0 {
@@ -649,7 +659,7 @@ impl Sim<'_> {
                     f.infl = f.infl - newly as f64 + 1.0;
                     let u = f.una;
                     f.rtt_time = 0;
-                    self.send(flow, DATA, u, false);
+                    self.send(flow, Kind::Data, u, false);
                 }
             } else if cwnd_limited && f.una >= f.hold_end {
                 // The window grows only outside the round after an ECN reduction (Linux's CWR
@@ -664,7 +674,7 @@ impl Sim<'_> {
                     f.cwnd += newly as f64 / f.cwnd;
                 }
             }
-        } else if ack == f.una && f.nxt > f.una && kind == ACK {
+        } else if ack == f.una && f.nxt > f.una && kind == Kind::Ack {
             f.dupacks += 1;
             if ece {
                 f.marked_win += 1;
@@ -687,7 +697,7 @@ impl Sim<'_> {
                 fast_retransmit = true;
                 self.fast_retransmits += 1;
                 let u = f.una;
-                self.send(flow, DATA, u, false);
+                self.send(flow, Kind::Data, u, false);
             }
         }
         let f = &mut self.flows[flow as usize];
@@ -707,7 +717,7 @@ impl Sim<'_> {
             });
         }
         let f = &mut self.flows[flow as usize];
-        if kind == APPACK && ack >= f.n {
+        if kind == Kind::AppAck && ack >= f.n {
             f.state = St::Done;
             f.done_at = now;
             f.deadline = 0;
@@ -749,7 +759,7 @@ impl Sim<'_> {
                 f.rtt_time = now;
                 f.rtt_seq = s;
             }
-            self.send(flow, DATA, s, false);
+            self.send(flow, Kind::Data, s, false);
         }
     }
 }
