@@ -1,10 +1,10 @@
 //! pktsim against ns-3 on identical flows: the case matrix, one case run through ns-3 (the
-//! replay program of `bench/ns3/`, a separate process), pktsim and both flowsim modes on the
-//! same exported trace, and the comparison statistics (per-class p99 relative error, Spearman
+//! replay program of `bench/ns3/`, a separate process), pktsim, flowsim and flowsim-corrected on
+//! the same exported trace, and the comparison statistics (per-class p99 relative error, Spearman
 //! ρ, speed ratio) that `ns3-compare` writes to `docs/results/pktsim-vs-ns3/`.
 
 use polyphony_model::{
-    output_from_fcts, three_class_scenario, trace_input, FlowSim, FlowSimMode, ModelInput, ModelOutput, NetworkModel,
+    output_from_fcts, three_class_scenario, trace_input, Corrected, FlowSim, ModelInput, ModelOutput, NetworkModel,
     PktSim, PktSimOptions,
 };
 use polyphony_spec::{
@@ -127,7 +127,7 @@ pub struct CaseResult {
     pub case: String,
     /// Flows in the trace.
     pub flows: usize,
-    /// Per class (in [`CLASSES`] order): ns-3, pktsim, flowsim (per flow), flowsim (aggregate),
+    /// Per class (in [`CLASSES`] order): ns-3, pktsim, flowsim-corrected, flowsim (uncorrected),
     /// pktsim without TCP small queues (as ns-3, which has none).
     pub classes: Vec<[ClassNumbers; 5]>,
     /// Wall seconds of the ns-3 process (parse, build, run, write).
@@ -223,11 +223,11 @@ pub fn run_case(
         ..pktsim.options
     })
     .run(&input, &trace.config)?;
-    let fs = FlowSim::default()
+    let fs = Corrected::shipped()?
         .evaluate(&input, std::slice::from_ref(&trace.config))
         .pop()
         .ok_or_else(|| anyhow::anyhow!("flowsim returned nothing"))??;
-    let fa = FlowSim::with_mode(FlowSimMode::Aggregate)
+    let fa = FlowSim::default()
         .evaluate(&input, std::slice::from_ref(&trace.config))
         .pop()
         .ok_or_else(|| anyhow::anyhow!("flowsim returned nothing"))??;

@@ -1,6 +1,6 @@
 //! pktsim against ns-3 on identical flows: runs the 16-case matrix of [`polyphony_bench::ns3`]
 //! through ns-3 (the replay program of bench/ns3/, built on first use by bench/ns3/build.sh),
-//! pktsim and both flowsim modes on the same exported traces, and writes
+//! pktsim, flowsim and flowsim-corrected on the same exported traces, and writes
 //! `docs/results/pktsim-vs-ns3/cases.csv` and `summary.md`.
 //!
 //! `cargo run --release -p polyphony-bench --bin ns3-compare`
@@ -185,8 +185,9 @@ counting losses (the table above), then reading ns-3.37's and Linux's TCP code:
 ";
 
 fn cases_csv(results: &[CaseResult]) -> String {
-    let mut s =
-        String::from("case,class,flows,ns3_p50,ns3_p99,pktsim_p50,pktsim_p99,flowsim_p99,ns3_wall_s,pktsim_wall_s\n");
+    let mut s = String::from(
+        "case,class,flows,ns3_p50,ns3_p99,pktsim_p50,pktsim_p99,flowsim_corrected_p99,ns3_wall_s,pktsim_wall_s\n",
+    );
     for r in results {
         for (d, c) in CLASSES.iter().zip(&r.classes) {
             let _ = writeln!(
@@ -255,7 +256,7 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
     let _ = writeln!(
         s,
         "{} cases, {} flows in all (about {} a case, seed {}), 3 classes at 20 % load each (σ = 2). \
-         Every case's trace goes through ns-3.37, pktsim and both flowsim modes. \
+         Every case's trace goes through ns-3.37, pktsim, flowsim and flowsim-corrected. \
          Errors are |model − ns-3| / ns-3 of the per-class p99 slowdown over {} case × class rows.\n",
         results.len(),
         flows,
@@ -270,8 +271,8 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for (name, e, k) in [
         ("pktsim", &ep, 1),
-        ("flowsim (per flow)", &ef, 2),
-        ("flowsim (aggregate)", &ea, 3),
+        ("flowsim-corrected", &ef, 2),
+        ("flowsim (uncorrected)", &ea, 3),
         ("pktsim without TCP small queues (as ns-3)", &eq, 4),
     ] {
         let worst = e.iter().copied().fold(0.0, f64::max);
@@ -336,7 +337,7 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
     );
     let _ = writeln!(
         s,
-        "| case | class | flows | ns-3 p99 | pktsim p99 | error | pktsim without TSQ p99 | flowsim p99 |"
+        "| case | class | flows | ns-3 p99 | pktsim p99 | error | pktsim without TSQ p99 | flowsim-corrected p99 |"
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     for r in results {

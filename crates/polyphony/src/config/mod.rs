@@ -46,7 +46,7 @@ impl Mode {
 }
 
 /// Which network model the controller uses as its fast model f (`kind = "flowsim-corrected"`,
-/// the default; `"flowsim"`; `"flowsim-aggregate"`; `"pktsim"`).
+/// the default; `"flowsim-aggregate"`; `"pktsim"`).
 pub use polyphony_model::ModelKind;
 
 /// `[model]`: the controller's model and how its candidates are evaluated.
