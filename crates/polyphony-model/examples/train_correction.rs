@@ -406,8 +406,8 @@ fn main() -> Result<()> {
         a.loss,
         out.display()
     );
-    let c = Correction {
-        header: vec![
+    let c = Correction::new(
+        vec![
             ("command".into(), command),
             (
                 "data".into(),
@@ -432,7 +432,7 @@ fn main() -> Result<()> {
             ),
         ],
         forest,
-    };
+    )?;
     let text = c.to_text()?;
     Correction::parse(text.as_bytes()).context("the written artifact does not parse back")?;
     if let Some(dir) = out.parent() {
