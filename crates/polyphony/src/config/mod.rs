@@ -553,6 +553,9 @@ ssh = { host = "s4048", identity = "/k", known_hosts = "/h" }"#,
         let e = toml::from_str::<ModelSection>("kind = \"aggregate\"").expect_err("unknown model");
         let e = e.to_string();
         assert!(e.contains("aggregate") && e.contains("flowsim-aggregate"), "{e}");
+        // flowsim's per-flow mode was retired: its name is refused, not mapped to another model.
+        let e = toml::from_str::<ModelSection>("kind = \"flowsim\"").expect_err("retired model");
+        assert!(e.to_string().contains("flowsim-corrected"), "{e}");
     }
 
     #[test]
