@@ -4,8 +4,8 @@
 //! ρ, speed ratio) that `ns3-compare` writes to `docs/results/pktsim-vs-ns3/`.
 
 use polyphony_model::{
-    output_from_fcts, three_class_scenario, trace_input, Corrected, FlowSim, FlowSimMode, ModelInput, ModelOutput,
-    NetworkModel, PktSim, PktSimOptions,
+    output_from_fcts, three_class_scenario, trace_input, Corrected, FlowSim, ModelInput, ModelOutput, NetworkModel,
+    PktSim, PktSimOptions,
 };
 use polyphony_spec::{
     percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, TopologySpec,
@@ -131,16 +131,14 @@ pub mod col {
     pub const NS3: usize = 0;
     /// pktsim.
     pub const PKTSIM: usize = 1;
-    /// flowsim, per-flow mode.
+    /// flowsim without the correction.
     pub const FLOWSIM: usize = 2;
-    /// flowsim, aggregate mode.
-    pub const AGGREGATE: usize = 3;
     /// pktsim without TCP small queues.
-    pub const NO_TSQ: usize = 4;
+    pub const NO_TSQ: usize = 3;
     /// flowsim-corrected (the controller's default model).
-    pub const CORRECTED: usize = 5;
+    pub const CORRECTED: usize = 4;
     /// How many.
-    pub const N: usize = 6;
+    pub const N: usize = 5;
 }
 
 /// Linux's and both simulators' minimum retransmission timeout.
@@ -156,8 +154,8 @@ pub struct CaseResult {
     pub case: String,
     /// Flows in the trace.
     pub flows: usize,
-    /// Per class (in [`CLASSES`] order), by [`col`]: ns-3, pktsim, flowsim (per flow), flowsim
-    /// (aggregate), pktsim without TCP small queues (as ns-3, which has none), flowsim-corrected.
+    /// Per class (in [`CLASSES`] order), by [`col`]: ns-3, pktsim, flowsim, pktsim without TCP
+    /// small queues (as ns-3, which has none), flowsim-corrected.
     pub classes: Vec<[ClassNumbers; col::N]>,
     /// Per class: the smallest and largest p99 of pktsim over the trace and its
     /// [`JITTER_DRAWS`] arrival-jittered copies.
@@ -291,9 +289,8 @@ pub fn run_case(
             .ok_or_else(|| anyhow::anyhow!("{} returned nothing", m.name()))??)
     };
     let fs = one(&FlowSim::default())?;
-    let fa = one(&FlowSim::with_mode(FlowSimMode::Aggregate))?;
     let fc = one(&Corrected::shipped()?)?;
-    let (n, p, f, a) = (numbers(&ns3_out), numbers(&pkt.output), numbers(&fs), numbers(&fa));
+    let (n, p, f) = (numbers(&ns3_out), numbers(&pkt.output), numbers(&fs));
     let (q, c) = (numbers(&no_tsq.output), numbers(&fc));
     let mut jitter: Vec<(f64, f64)> = p.iter().map(|x| (x.p99, x.p99)).collect();
     for draw in 0..JITTER_DRAWS {
@@ -310,9 +307,7 @@ pub fn run_case(
     Ok(CaseResult {
         case: case.name.clone(),
         flows: input.workload.flows.len(),
-        classes: (0..CLASSES.len())
-            .map(|i| [n[i], p[i], f[i], a[i], q[i], c[i]])
-            .collect(),
+        classes: (0..CLASSES.len()).map(|i| [n[i], p[i], f[i], q[i], c[i]]).collect(),
         pktsim_jitter_p99: jitter,
         ns3_timeouts: log_count(&log, "rtos"),
         ns3_wall_s,

@@ -192,14 +192,13 @@ fn cases_csv(results: &[CaseResult]) -> String {
 
 /// Every model's p99 per row, for the model-accuracy table against ns-3.
 fn models_csv(results: &[CaseResult]) -> String {
-    let mut s = String::from(
-        "case,class,flows,ns3_p99,pktsim_p99,flowsim_corrected_p99,flowsim_p99,flowsim_aggregate_p99,pktsim_no_tsq_p99\n",
-    );
+    let mut s =
+        String::from("case,class,flows,ns3_p99,pktsim_p99,flowsim_corrected_p99,flowsim_p99,pktsim_no_tsq_p99\n");
     for r in results {
         for (d, c) in CLASSES.iter().zip(&r.classes) {
             let _ = writeln!(
                 s,
-                "{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4}",
+                "{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4}",
                 r.case,
                 d.name(),
                 c[col::NS3].flows,
@@ -207,7 +206,6 @@ fn models_csv(results: &[CaseResult]) -> String {
                 c[col::PKTSIM].p99,
                 c[col::CORRECTED].p99,
                 c[col::FLOWSIM].p99,
-                c[col::AGGREGATE].p99,
                 c[col::NO_TSQ].p99
             );
         }
@@ -301,8 +299,7 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
     for (name, k) in [
         ("pktsim", col::PKTSIM),
         ("flowsim-corrected (default)", col::CORRECTED),
-        ("flowsim (per flow)", col::FLOWSIM),
-        ("flowsim (aggregate)", col::AGGREGATE),
+        ("flowsim (uncorrected)", col::FLOWSIM),
         ("pktsim without TCP small queues (as ns-3)", col::NO_TSQ),
     ] {
         let worst = all

@@ -1,5 +1,5 @@
-//! Model speed on one core: flowsim flows/s (per-flow mode on one configuration; aggregate mode
-//! on a batch of 30 — on a fresh model value and on one that keeps its plan — and on one) and
+//! Model speed on one core: flowsim flows/s (on a batch of 30 — on a fresh model value and on
+//! one that keeps its plan — and on one configuration) and
 //! pktsim packets/s on the reference scenario (12 s of network
 //! time), and both on the 32 × 8 leaf-spine at 60 % load (a short slice of network time per
 //! iteration; `examples/scale.rs` runs the full second and reports wall time).
@@ -9,7 +9,7 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use polyphony_model::{default_config, scenario_input, FlowSim, FlowSimMode, NetworkModel, PktSim};
+use polyphony_model::{default_config, scenario_input, FlowSim, NetworkModel, PktSim};
 use polyphony_spec::{Bytes, Nanos, NetworkConfig, Packets, Scenario};
 use std::hint::black_box;
 
@@ -22,7 +22,7 @@ fn scenario(name: &str) -> Scenario {
 }
 
 fn aggregate() -> FlowSim {
-    FlowSim::with_mode(FlowSimMode::Aggregate)
+    FlowSim::default()
 }
 
 /// `n` distinct configurations around the scenario's default (weights, K and initcwnd varied
@@ -59,10 +59,7 @@ fn reference(c: &mut Criterion) {
         .expect("runs");
     let mut g = c.benchmark_group("reference-12s");
     g.throughput(Throughput::Elements(flows));
-    g.bench_function("flowsim (elements = flows)", |b| {
-        b.iter(|| black_box(FlowSim::default().evaluate(&input, &cfg)))
-    });
-    // The aggregate mode on one batch of configurations per call, so the configuration-
+    // flowsim on one batch of configurations per call, so the configuration-
     // independent work is shared by the batch (elements = flows × configurations): on a fresh
     // model value (the first call of a window: planning included), and on one value called
     // again and again on the same window, which keeps its plan (the controller's steady state).
@@ -104,8 +101,8 @@ fn scale(c: &mut Criterion) {
         b.iter(|| black_box(PktSim::default().evaluate(&input, &cfg)))
     });
     g.throughput(Throughput::Elements(input.workload.flows.len() as u64));
-    g.bench_function("flowsim (elements = flows)", |b| {
-        b.iter(|| black_box(FlowSim::default().evaluate(&input, &cfg)))
+    g.bench_function("flowsim aggregate, one config (elements = flows)", |b| {
+        b.iter(|| black_box(aggregate().evaluate(&input, &cfg)))
     });
     let batch = batch_of(&s, 30);
     g.throughput(Throughput::Elements((input.workload.flows.len() * batch.len()) as u64));

@@ -1,10 +1,10 @@
-//! The flow-level models (flowsim's two modes and the corrected model, side by side) against pktsim on a scenario across random configurations
-//! from `KnobSpace::per_class_default`: per-class p99 mean absolute relative error, Spearman rank
+//! The flow-level models (flowsim and the corrected model, side by side) against pktsim on a
+//! scenario across random configurations from `KnobSpace::per_class_default`: per-class p99 mean absolute relative error, Spearman rank
 //! correlation of J (LSE with c = 10, λ = 0.5, r_i = p99_i / SLO_i), and the speed ratio, all
 //! measured in one run on one core. Prints a Markdown table.
 //!
 //! Timing, side by side: pktsim evaluates the configurations one at a time, and after each of
-//! them every flowsim mode evaluates the whole batch (a few times: one batch takes about a
+//! them every flow-level model evaluates the whole batch (a few times: one batch takes about a
 //! millisecond) and the controller-sized batch once, so both models are timed under the same
 //! load from the other processes sharing the machine. Reported per configuration: pktsim's
 //! total over the configurations, flowsim's median over the turns (wall) and mean (CPU). Two
@@ -16,7 +16,7 @@
 //! reused by the later ones (the value keeps the plan of its last input): the ratios are the
 //! steady state the controller pays per batch. What the first call of a window costs (planning
 //! included) is timed separately, on a fresh model value each turn. With
-//! `--controller-batch N` each flowsim mode is also timed on a batch of N configurations (the
+//! `--controller-batch N` each flow-level model is also timed on a batch of N configurations (the
 //! random ones repeated), the size of one control decision's batch.
 //!
 //! ```text
@@ -28,7 +28,7 @@ mod common;
 
 use anyhow::Result;
 use clap::Parser;
-use polyphony_model::{Corrected, FlowSim, FlowSimMode, ModelInput, ModelOutput, NetworkModel, PktSim};
+use polyphony_model::{Corrected, FlowSim, ModelInput, ModelOutput, NetworkModel, PktSim};
 use polyphony_spec::NetworkConfig;
 use std::time::Instant;
 
@@ -39,10 +39,10 @@ struct Args {
     /// Print one line per configuration.
     #[arg(long)]
     verbose: bool,
-    /// Evaluations of the batch per flowsim mode, spread over the pktsim runs.
+    /// Evaluations of the batch per flow-level model, spread over the pktsim runs.
     #[arg(long, default_value_t = 60)]
     repeat: usize,
-    /// Also time each flowsim mode on a batch of this many configurations (0: skip).
+    /// Also time each flow-level model on a batch of this many configurations (0: skip).
     #[arg(long, default_value_t = 240)]
     controller_batch: usize,
 }
@@ -93,18 +93,13 @@ fn main() -> Result<()> {
 
     // The flow-level models, each with a constructor for a fresh value (no plan yet).
     type Fresh = fn() -> Result<Box<dyn NetworkModel>>;
-    let modes: [(&str, Fresh); 3] = [
-        ("flowsim per-flow", || {
-            Ok(Box::new(FlowSim::with_mode(FlowSimMode::PerFlow)))
-        }),
-        ("flowsim aggregate", || {
-            Ok(Box::new(FlowSim::with_mode(FlowSimMode::Aggregate)))
-        }),
+    let modes: [(&str, Fresh); 2] = [
+        ("flowsim aggregate", || Ok(Box::new(FlowSim::default()))),
         ("flowsim-corrected", || Ok(Box::new(Corrected::shipped()?))),
     ];
     let sims: Vec<Box<dyn NetworkModel>> = modes.iter().map(|(_, f)| f()).collect::<Result<_>>()?;
     // Side by side: pktsim evaluates the configurations one at a time, and after each of them
-    // every flowsim mode evaluates the whole batch (and the controller-sized batch), so both
+    // every flow-level model evaluates the whole batch (and the controller-sized batch), so both
     // models are timed under the same load from the other processes on the machine.
     let big: Vec<NetworkConfig> = configs.iter().cycle().take(a.controller_batch).cloned().collect();
     let mut po = Vec::new();

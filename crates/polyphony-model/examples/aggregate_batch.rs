@@ -1,4 +1,4 @@
-//! One call of flowsim's aggregate mode on a batch of random configurations, for instruction
+//! One call of flowsim on a batch of random configurations, for instruction
 //! counts and for checking that a speed change left the results alone: it prints a digest of
 //! every output bit (SLIs and counters) and, with `--dump FILE`, writes every configuration's
 //! SLIs as JSON lines to compare in detail.
@@ -13,7 +13,7 @@ mod common;
 
 use anyhow::Result;
 use clap::Parser;
-use polyphony_model::{FlowSim, FlowSimMode, NetworkModel};
+use polyphony_model::{FlowSim, NetworkModel};
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 
@@ -36,7 +36,7 @@ fn main() -> Result<()> {
     let a = Args::parse();
     let common::sample::Sample { configs, mut input, .. } = a.sample.load()?;
     input.keep_flows = a.keep_flows;
-    let sim = FlowSim::with_mode(FlowSimMode::Aggregate);
+    let sim = FlowSim::default();
     let mut outs = Vec::new();
     for _ in 0..a.repeat.max(1) {
         outs = sim.evaluate(&input, &configs);

@@ -18,8 +18,8 @@ struct Args {
     /// Scenario TOML file.
     #[arg(long)]
     scenario: String,
-    /// flowsim or pktsim.
-    #[arg(long, default_value = "flowsim")]
+    /// flowsim-corrected, flowsim-aggregate or pktsim.
+    #[arg(long, default_value = "flowsim-corrected")]
     model: String,
     /// A NetworkConfig in TOML.
     #[arg(long)]

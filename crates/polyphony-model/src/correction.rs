@@ -1,4 +1,4 @@
-//! An m3-style learned correction of flowsim: flowsim's aggregate mode predicts each class's
+//! An m3-style learned correction of flowsim: flowsim predicts each class's
 //! slowdowns, and a forest of regression trees trained on pktsim runs predicts, per class,
 //! ln(p99_pktsim / p99_flowsim) from what the controller has at run time — the workload window
 //! (per class: flow count, size quantiles, share of the bytes, burstiness), the topology (kind,
@@ -18,7 +18,7 @@
 //! (`flowsim/cache.rs`); per configuration the correction costs one forest evaluation per class.
 
 use crate::error::ModelError;
-use crate::flowsim::{FlowSim, FlowSimMode};
+use crate::flowsim::FlowSim;
 use crate::model::{ClassParams, ModelInput, ModelOutput, NetworkModel};
 use crate::topology::{Shape, MSS};
 use polyphony_spec::{NetworkConfig, SliVector};
@@ -29,8 +29,8 @@ use std::sync::{Arc, OnceLock};
 pub const FORMAT_VERSION: u32 = 1;
 const MAGIC: &str = "# polyphony-correction ";
 
-/// The features, in the order the forest indexes them.
-pub const FEATURES: [&str; 35] = [
+/// Window features: the topology and the whole workload window.
+const WINDOW_FEATURES: [&str; 16] = [
     "leaf_spine",
     "log10_host_gbps",
     "log10_base_rtt_us",
@@ -39,6 +39,17 @@ pub const FEATURES: [&str; 35] = [
     "max_link_util",
     "mean_link_util",
     "log10_flows",
+    "log10_hosts",
+    "max_sender_nic_util",
+    "max_receiver_link_util",
+    "log10_fabric_per_host_rate",
+    "inter_rack_byte_share",
+    "log10_default_buffer_per_bdp",
+    "peak_link_util",
+    "log10_senders",
+];
+/// Class features: one class of the window.
+const CLASS_FEATURES: [&str; 15] = [
     "class_max_link_util",
     "class_own_link_util",
     "class_byte_share",
@@ -49,6 +60,14 @@ pub const FEATURES: [&str; 35] = [
     "log10_size_mean",
     "interarrival_cv",
     "single_packet_share",
+    "size_cv",
+    "log10_size_p99_per_bdp",
+    "byte_share_above_bdp",
+    "class_max_sender_nic_util",
+    "class_peak_link_util",
+];
+/// Configuration features: the knobs and flowsim's output under them.
+const CONFIG_FEATURES: [&str; 19] = [
     "weight",
     "log10_weight_per_byte_share",
     "log10_k_per_bdp",
@@ -62,30 +81,60 @@ pub const FEATURES: [&str; 35] = [
     "ln_fs_p99_per_p50",
     "ln_fs_max_p99",
     "ln_fs_p99_minus_mean_classes",
-    "log10_hosts",
     "log10_sum_k_per_bdp",
     "log10_max_init_cwnd_per_bdp",
     "byte_share_of_heavier_classes",
+    "ln_own_util_per_weight",
+    "log10_sum_k_per_buffer",
+    "log10_burst_per_buffer",
 ];
 
 /// Number of features.
-pub const N_FEATURES: usize = FEATURES.len();
+pub const N_FEATURES: usize = WINDOW_FEATURES.len() + CLASS_FEATURES.len() + CONFIG_FEATURES.len();
+
+/// The features, in the order the forest indexes them: window, class, configuration.
+pub const FEATURES: [&str; N_FEATURES] = {
+    let mut out = [""; N_FEATURES];
+    let mut i = 0;
+    while i < WINDOW_FEATURES.len() {
+        out[i] = WINDOW_FEATURES[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < CLASS_FEATURES.len() {
+        out[i + j] = CLASS_FEATURES[j];
+        j += 1;
+    }
+    let mut k = 0;
+    while k < CONFIG_FEATURES.len() {
+        out[i + j + k] = CONFIG_FEATURES[k];
+        k += 1;
+    }
+    out
+};
 
 /// Largest |ln factor| applied (a factor of e³ ≈ 20 either way).
 const MAX_LN_FACTOR: f32 = 3.0;
 
+/// The port buffer a configuration without one gets (pktsim's default).
+const DEFAULT_BUFFER: f64 = 1e6;
+
 /// The configuration-independent features of a workload window.
 #[derive(Debug, Clone)]
 pub(crate) struct WindowFeatures {
-    window: [f32; 9],
-    classes: Vec<[f32; 10]>,
+    window: [f32; WINDOW_FEATURES.len()],
+    classes: Vec<[f32; CLASS_FEATURES.len()]>,
     bdp_bytes: f64,
+    senders: f64,
 }
 
-/// Per simulated link: its rate (bit/s) and the wire bytes each class offers on it.
+/// Per simulated link: its rate (bit/s), the wire bytes each class offers on it, and the most
+/// each class (and all together) offers within one slice of the window.
 pub(crate) struct LinkLoad {
     pub rate_bps: f64,
     pub class_bytes: Vec<f64>,
+    pub class_peak_bytes: Vec<f64>,
+    pub peak_bytes: f64,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -107,10 +156,18 @@ impl WindowFeatures {
         let flows = &input.workload.flows;
         let nc = input.classes.len();
         let span_ns = (input.workload.duration.0 as f64).max(1.0);
+        let span_s = span_ns * 1e-9;
+        let tl = topo.links();
+        let hosts = topo.hosts() as usize;
         let mut rtts = Vec::with_capacity(flows.len());
         let mut rates = Vec::with_capacity(flows.len());
         let mut sizes: Vec<Vec<f64>> = vec![Vec::new(); nc];
         let mut starts: Vec<Vec<f64>> = vec![Vec::new(); nc];
+        // Per host: bytes sent (all classes, and per class) and received.
+        let mut sent = vec![0.0f64; hosts];
+        let mut class_sent = vec![vec![0.0f64; hosts]; nc];
+        let mut recv = vec![0.0f64; hosts];
+        let mut inter = 0.0f64;
         for f in flows {
             let Some(ci) = input.classes.iter().position(|&d| d == f.dscp) else {
                 continue;
@@ -118,33 +175,61 @@ impl WindowFeatures {
             let ideal = topo.ideal(f.src, f.dst);
             rtts.push(ideal.base_rtt.0 as f64);
             rates.push(ideal.bottleneck.0 as f64);
-            sizes[ci].push(f.size.0 as f64);
+            let b = f.size.0 as f64;
+            sizes[ci].push(b);
             starts[ci].push(f.start.0 as f64);
+            let (s, d) = (f.src.0 as usize, f.dst.0 as usize);
+            if s < hosts && d < hosts {
+                sent[s] += b;
+                class_sent[ci][s] += b;
+                recv[d] += b;
+                if topo.rack_of(f.src) != topo.rack_of(f.dst) {
+                    inter += b;
+                }
+            }
         }
+        // A host's NIC: its up link (2h); its receiving link: 2h + 1.
+        let cap = |l: usize| tl.get(l).map_or(1.0, |k| k.rate.0 as f64 / 8.0 * span_s).max(1e-9);
+        let nic_util = |v: &[f64]| (0..hosts).map(|h| v[h] / cap(2 * h)).fold(0.0, f64::max);
+        let max_nic = nic_util(&sent);
+        let max_recv = (0..hosts).map(|h| recv[h] / cap(2 * h + 1)).fold(0.0, f64::max);
+        let senders = sent.iter().filter(|&&x| x > 0.0).count() as f64;
         rtts.sort_by(f64::total_cmp);
         rates.sort_by(f64::total_cmp);
         let rtt = quantile(&rtts, 0.5).max(1.0);
         let rate = quantile(&rates, 0.5).max(1.0);
-        let bdp_bytes = rate / 8.0 * rtt * 1e-9;
-        let span_s = span_ns * 1e-9;
+        let bdp_bytes = (rate / 8.0 * rtt * 1e-9).max(1.0);
         let mut max_util = 0.0f64;
         let mut sum_util = 0.0;
+        let mut peak_util = 0.0f64;
         let mut class_max = vec![0.0f64; nc];
         let mut class_own = vec![0.0f64; nc];
+        let mut class_peak = vec![0.0f64; nc];
+        let bin_s = span_s / crate::flowsim::PEAK_BINS as f64;
         for l in links {
             let cap = l.rate_bps / 8.0 * span_s;
+            let bin_cap = l.rate_bps / 8.0 * bin_s;
             let total: f64 = l.class_bytes.iter().sum::<f64>() / cap;
             max_util = max_util.max(total);
             sum_util += total;
+            peak_util = peak_util.max(l.peak_bytes / bin_cap);
             for (c, &b) in l.class_bytes.iter().enumerate() {
                 if b > 0.0 {
                     class_max[c] = class_max[c].max(total);
                     class_own[c] = class_own[c].max(b / cap);
+                    class_peak[c] = class_peak[c].max(l.class_peak_bytes.get(c).copied().unwrap_or(0.0) / bin_cap);
                 }
             }
         }
         let total_bytes: f64 = sizes.iter().flatten().sum::<f64>().max(1.0);
-        let leaf = matches!(topo.shape(), Shape::LeafSpine { .. });
+        let (leaf, fabric_per_host) = match topo.shape() {
+            Shape::LeafSpine { .. } => {
+                let host = tl.first().map_or(1.0, |k| k.rate.0 as f64);
+                let fabric = tl.get(2 * hosts).map_or(host, |k| k.rate.0 as f64);
+                (true, fabric / host.max(1.0))
+            }
+            Shape::Dumbbell { .. } => (false, 1.0),
+        };
         let window = [
             f64::from(u8::from(leaf)),
             l10(rate / 1e9),
@@ -155,6 +240,13 @@ impl WindowFeatures {
             sum_util / links.len().max(1) as f64,
             l10(flows.len() as f64),
             l10(f64::from(topo.hosts())),
+            max_nic,
+            max_recv,
+            l10(fabric_per_host),
+            inter / total_bytes,
+            l10(DEFAULT_BUFFER / bdp_bytes),
+            peak_util,
+            l10(senders.max(1.0)),
         ]
         .map(|x| x as f32);
         let classes = (0..nc)
@@ -163,6 +255,8 @@ impl WindowFeatures {
                 s.sort_by(f64::total_cmp);
                 let n = s.len() as f64;
                 let bytes: f64 = s.iter().sum();
+                let mean = bytes / n.max(1.0);
+                let sd = (s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n.max(1.0)).sqrt();
                 let gaps: Vec<f64> = starts[c].windows(2).map(|w| w[1] - w[0]).collect();
                 let cv = if gaps.len() > 1 {
                     let m = gaps.iter().sum::<f64>() / gaps.len() as f64;
@@ -175,6 +269,7 @@ impl WindowFeatures {
                 } else {
                     0.0
                 };
+                let above: f64 = s.iter().filter(|&&x| x > bdp_bytes).sum();
                 [
                     class_max[c],
                     class_own[c],
@@ -183,9 +278,14 @@ impl WindowFeatures {
                     l10(quantile(s, 0.5)),
                     l10(quantile(s, 0.9)),
                     l10(quantile(s, 0.99)),
-                    l10(bytes / n.max(1.0)),
+                    l10(mean),
                     cv,
                     s.iter().filter(|&&x| x <= MSS as f64).count() as f64 / n.max(1.0),
+                    if mean > 0.0 { sd / mean } else { 0.0 },
+                    l10(quantile(s, 0.99) / bdp_bytes),
+                    above / bytes.max(1.0),
+                    nic_util(&class_sent[c]),
+                    class_peak[c],
                 ]
                 .map(|x| x as f32)
             })
@@ -193,16 +293,19 @@ impl WindowFeatures {
         WindowFeatures {
             window,
             classes,
-            bdp_bytes: bdp_bytes.max(1.0),
+            bdp_bytes,
+            senders: senders.max(1.0),
         }
     }
 
-    /// The feature vector of class `ci` (input class order) under `params`, given flowsim's
-    /// output `sli`; `None` when flowsim has no statistics for the class.
+    /// The feature vector of class `ci` (input class order) under `params` (port buffer
+    /// `buffer` bytes), given flowsim's output `sli`; `None` when flowsim has no statistics for
+    /// the class.
     pub(crate) fn features(
         &self,
         input: &ModelInput,
         params: &[ClassParams],
+        buffer: f64,
         sli: &SliVector,
         ci: usize,
     ) -> Option<[f32; N_FEATURES]> {
@@ -214,9 +317,6 @@ impl WindowFeatures {
         let max_p99 = p99s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let mean_p99 = p99s.iter().sum::<f64>() / p99s.len().max(1) as f64;
         let rank = params.iter().filter(|q| q.weight < p.weight).count() as f64 / params.len().max(1) as f64;
-        let mut f = [0f32; N_FEATURES];
-        f[..8].copy_from_slice(&self.window[..8]);
-        f[8..18].copy_from_slice(cl);
         let sum_k: f64 = params.iter().map(|q| q.ecn_k as f64).sum();
         let max_icw = params.iter().map(|q| q.init_cwnd).max().unwrap_or(0);
         let heavier: f64 = params
@@ -240,12 +340,19 @@ impl WindowFeatures {
             ln(s.p99) - ln(s.p50),
             max_p99,
             ln(s.p99) - mean_p99,
-            f64::from(self.window[8]),
             l10(sum_k / self.bdp_bytes),
             l10(f64::from(max_icw) * MSS as f64 / self.bdp_bytes),
             heavier,
+            ln(f64::from(cl[1]).max(1e-6) / p.weight.max(1e-6)),
+            l10(sum_k / buffer.max(1.0)),
+            l10(self.senders * f64::from(max_icw) * MSS as f64 / buffer.max(1.0)),
         ];
-        for (d, x) in f[18..].iter_mut().zip(knobs) {
+        let mut f = [0f32; N_FEATURES];
+        let (w, rest) = f.split_at_mut(WINDOW_FEATURES.len());
+        let (c, k) = rest.split_at_mut(CLASS_FEATURES.len());
+        w.copy_from_slice(&self.window);
+        c.copy_from_slice(cl);
+        for (d, x) in k.iter_mut().zip(knobs) {
             *d = x as f32;
         }
         for x in &mut f {
@@ -363,13 +470,94 @@ impl Forest {
     }
 }
 
+/// One node of [`Packed`]: a split on `feature` at `threshold` with absolute child indices, or
+/// a leaf (`feature == LEAF`) whose value is `threshold`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Node {
+    feature: u32,
+    threshold: f32,
+    left: u32,
+    right: u32,
+}
+
+const LEAF: u32 = u32::MAX;
+
+/// The forest's trees as one array of 16-byte nodes (a node's fields share a cache line), for
+/// the walk the controller's batches pay; the same comparisons and sums as [`Forest::predict`].
+#[derive(Debug, Clone, PartialEq)]
+struct Packed {
+    nodes: Vec<Node>,
+    roots: Vec<u32>,
+    base: f32,
+    shrinkage: f32,
+}
+
+impl Packed {
+    fn new(f: &Forest) -> Packed {
+        let mut nodes = Vec::new();
+        let mut roots = Vec::with_capacity(f.trees.len());
+        for t in &f.trees {
+            let off = nodes.len() as u32;
+            roots.push(off);
+            for i in 0..t.feature.len() {
+                nodes.push(if t.leaf[i] {
+                    Node {
+                        feature: LEAF,
+                        threshold: t.value[i],
+                        left: 0,
+                        right: 0,
+                    }
+                } else {
+                    Node {
+                        feature: t.feature[i],
+                        threshold: t.threshold[i],
+                        left: off + t.left[i],
+                        right: off + t.right[i],
+                    }
+                });
+            }
+        }
+        Packed {
+            nodes,
+            roots,
+            base: f.base,
+            shrinkage: f.shrinkage,
+        }
+    }
+
+    /// The tree at `root`'s value for `x` (`Tree::check` guarantees the walk ends).
+    fn tree(&self, root: u32, x: &[f32; N_FEATURES]) -> f32 {
+        let mut n = self.nodes[root as usize];
+        while n.feature != LEAF {
+            let i = if x[n.feature as usize] < n.threshold {
+                n.left
+            } else {
+                n.right
+            };
+            n = self.nodes[i as usize];
+        }
+        n.threshold
+    }
+
+    /// [`Forest::predict_many`], bit for bit.
+    fn predict_many(&self, xs: &[[f32; N_FEATURES]]) -> Vec<f32> {
+        let mut acc = vec![0f32; xs.len()];
+        for &r in &self.roots {
+            for (a, x) in acc.iter_mut().zip(xs) {
+                *a += self.tree(r, x);
+            }
+        }
+        acc.into_iter().map(|a| self.base + self.shrinkage * a).collect()
+    }
+}
+
 /// A trained correction: its header and its forest.
 #[derive(Clone, PartialEq)]
 pub struct Correction {
     /// The header lines' `(key, value)` pairs (training command, data seeds, …).
     pub header: Vec<(String, String)>,
-    /// The forest.
-    pub forest: Forest,
+    forest: Forest,
+    packed: Packed,
 }
 
 /// The header and the forest's size (not its 100 000 nodes).
@@ -438,16 +626,28 @@ impl Correction {
         }
         let body = body.ok_or_else(|| bad("artifact", "no forest after the header".into()))?;
         let forest: Forest = serde_json::from_str(body).map_err(|e| bad("forest", e.to_string()))?;
+        Correction::new(header, forest)
+    }
+
+    /// A correction from a header and a forest; a malformed forest is a
+    /// [`ModelError::Artifact`].
+    pub fn new(header: Vec<(String, String)>, forest: Forest) -> Result<Correction, ModelError> {
         if !forest.base.is_finite() || !forest.shrinkage.is_finite() {
-            return Err(bad(
-                "forest",
-                format!("base {} / shrinkage {}", forest.base, forest.shrinkage),
-            ));
+            return Err(ModelError::Artifact {
+                what: "forest".into(),
+                why: format!("base {} / shrinkage {}", forest.base, forest.shrinkage),
+            });
         }
         for (k, t) in forest.trees.iter().enumerate() {
             t.check(k)?;
         }
-        Ok(Correction { header, forest })
+        let packed = Packed::new(&forest);
+        Ok(Correction { header, forest, packed })
+    }
+
+    /// The forest.
+    pub fn forest(&self) -> &Forest {
+        &self.forest
     }
 
     /// The artifact's text: the version line, `header` and the forest.
@@ -469,12 +669,12 @@ impl Correction {
 
     /// The predicted ln(p99_pktsim / p99_flowsim) for a feature vector (clamped to ±3).
     pub fn ln_factor(&self, x: &[f32; N_FEATURES]) -> f32 {
-        self.forest.predict(x).clamp(-MAX_LN_FACTOR, MAX_LN_FACTOR)
+        self.packed.predict_many(std::slice::from_ref(x))[0].clamp(-MAX_LN_FACTOR, MAX_LN_FACTOR)
     }
 
     /// [`Correction::ln_factor`] of every row.
     pub fn ln_factors(&self, xs: &[[f32; N_FEATURES]]) -> Vec<f32> {
-        let mut v = self.forest.predict_many(xs);
+        let mut v = self.packed.predict_many(xs);
         for x in &mut v {
             *x = x.clamp(-MAX_LN_FACTOR, MAX_LN_FACTOR);
         }
@@ -484,7 +684,7 @@ impl Correction {
 
 /// flowsim's output for each configuration with the feature vectors of every class it has
 /// statistics for (with the class's index in input order): what the correction is trained on
-/// and applied to. `flowsim` should be in the aggregate mode, the one the correction is for.
+/// and applied to.
 #[allow(clippy::type_complexity)]
 pub fn features(
     flowsim: &FlowSim,
@@ -501,15 +701,16 @@ pub fn features(
         .map(|(o, cfg)| {
             let o = o?;
             let params = crate::flowsim::flowsim_params(input, cfg, &flowsim.options)?;
+            let buffer = cfg.port_buffer.map_or(DEFAULT_BUFFER, |b| b.0 as f64);
             let f = (0..input.classes.len())
-                .filter_map(|ci| window.features(input, &params, &o.sli, ci).map(|f| (ci, f)))
+                .filter_map(|ci| window.features(input, &params, buffer, &o.sli, ci).map(|f| (ci, f)))
                 .collect();
             Ok((o, f))
         })
         .collect()
 }
 
-/// flowsim (aggregate mode) with a learned per-class correction of its p99 and p99.9.
+/// flowsim with a learned per-class correction of its p99 and p99.9.
 #[derive(Debug, Clone)]
 pub struct Corrected {
     flowsim: FlowSim,
@@ -520,7 +721,7 @@ impl Corrected {
     /// The model with `correction`.
     pub fn new(correction: Arc<Correction>) -> Corrected {
         Corrected {
-            flowsim: FlowSim::with_mode(FlowSimMode::Aggregate),
+            flowsim: FlowSim::default(),
             correction,
         }
     }
@@ -583,18 +784,26 @@ mod tests {
         assert!(c.header.iter().any(|(k, _)| k == "command"));
         let again = Correction::parse(c.to_text().expect("serialises").as_bytes()).expect("round trip");
         assert_eq!(again.forest, c.forest);
+        // The packed walk is the forest's, bit for bit.
+        let xs: Vec<[f32; N_FEATURES]> = (0..64)
+            .map(|k| std::array::from_fn(|i| ((k * 31 + i * 17) % 23) as f32 / 4.0 - 2.0))
+            .collect();
+        let want: Vec<f32> = xs.iter().map(|x| c.forest.predict(x)).collect();
+        assert_eq!(c.packed.predict_many(&xs), want);
+        assert_eq!(c.forest.predict_many(&xs), want);
     }
 
     #[test]
     fn incompatible_artifacts_are_errors() {
-        let c = Correction {
-            header: vec![("command".into(), "test".into())],
-            forest: Forest {
+        let c = Correction::new(
+            vec![("command".into(), "test".into())],
+            Forest {
                 base: 0.5,
                 shrinkage: 0.1,
                 trees: vec![leaf_tree(1.0)],
             },
-        };
+        )
+        .expect("a valid forest");
         let text = c.to_text().expect("serialises");
         let ok = Correction::parse(text.as_bytes()).expect("parses");
         assert!((ok.ln_factor(&[0.0; N_FEATURES]) - 0.6).abs() < 1e-6);

@@ -4,8 +4,8 @@
 //! `simulate` for the CLI.
 //!
 //! * [`NetworkModel`] — `evaluate(&ModelInput, &[NetworkConfig]) -> Vec<Result<ModelOutput, _>>`.
-//! * [`PktSim`] / [`FlowSim`] — the two models; [`FlowSimOptions::mode`] picks flowsim's
-//!   [`FlowSimMode`] (`PerFlow`, the default, or the faster `Aggregate`).
+//! * [`PktSim`] / [`FlowSim`] — the two models; [`Corrected`] is flowsim times a learned
+//!   per-class correction (the controller's default).
 //! * [`Topology`] — [`Topology::dumbbell`], [`Topology::leaf_spine`], [`Topology::from_spec`].
 //! * [`SizeCdf`], [`synthesize`] — workloads from `models/cdf/*.cdf`.
 //! * [`simulate`] — a scenario's per-class SLIs under a configuration with either model;
@@ -31,7 +31,7 @@ mod window;
 pub use cdf::SizeCdf;
 pub use correction::{Corrected, Correction};
 pub use error::ModelError;
-pub use flowsim::{FlowSim, FlowSimMode, FlowSimOptions};
+pub use flowsim::{FlowSim, FlowSimOptions};
 pub use model::{output_from_fcts, ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
 pub use pktsim::{Marking, PktSim, PktSimOptions};
 pub use simulate::{

@@ -102,7 +102,7 @@ pub struct ModelOutput {
 /// A network model: predicts per-class SLIs of a workload under each of a batch of
 /// configurations. Results are in `configs` order; one bad configuration does not spoil the rest.
 pub trait NetworkModel: Send + Sync {
-    /// Short name (`"flowsim"`, `"flowsim-aggregate"`, `"pktsim"`).
+    /// Short name (`"flowsim-corrected"`, `"flowsim-aggregate"`, `"pktsim"`).
     fn name(&self) -> &'static str;
     /// Evaluates every configuration on the same input.
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>>;

@@ -8,7 +8,7 @@
 
 use crate::correction::Corrected;
 use crate::error::ModelError;
-use crate::flowsim::{FlowSim, FlowSimMode};
+use crate::flowsim::FlowSim;
 use crate::model::{ModelInput, ModelOutput, NetworkModel};
 use crate::pktsim::PktSim;
 use crate::synth::{mix_cdfs, synthesize, SynthesisOptions};
@@ -21,19 +21,15 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Which model to run, by the name configs and command lines use (`"flowsim-corrected"`,
-/// `"flowsim"`, `"flowsim-aggregate"`, `"pktsim"`).
+/// `"flowsim-aggregate"`, `"pktsim"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum ModelKind {
-    /// flowsim's aggregate mode with the learned correction compiled into the crate
+    /// flowsim with the learned correction compiled into the crate
     /// ([`Corrected`]): the controller's default.
     #[default]
     #[serde(rename = "flowsim-corrected")]
     FlowSimCorrected,
-    /// The flow-level model, per-flow mode (`FlowSimMode::PerFlow`).
-    #[serde(rename = "flowsim")]
-    FlowSim,
-    /// The flow-level model, aggregate mode (`FlowSimMode::Aggregate`: per-class fluid
-    /// backlogs, uncorrected).
+    /// The flow-level model alone (per-class fluid backlogs, uncorrected).
     #[serde(rename = "flowsim-aggregate")]
     FlowSimAggregate,
     /// The packet-level simulator.
@@ -43,9 +39,8 @@ pub enum ModelKind {
 
 impl ModelKind {
     /// Every model, in the order names are listed.
-    pub const ALL: [ModelKind; 4] = [
+    pub const ALL: [ModelKind; 3] = [
         ModelKind::FlowSimCorrected,
-        ModelKind::FlowSim,
         ModelKind::FlowSimAggregate,
         ModelKind::PktSim,
     ];
@@ -56,15 +51,14 @@ impl ModelKind {
             ModelError::invalid(
                 "model",
                 s,
-                "use \"flowsim-corrected\", \"flowsim\", \"flowsim-aggregate\" or \"pktsim\"",
+                "use \"flowsim-corrected\", \"flowsim-aggregate\" or \"pktsim\" (flowsim's per-flow mode, \"flowsim\", was retired: flowsim-corrected is more accurate and faster)",
             )
         })
     }
-    /// `"flowsim-corrected"`, `"flowsim"`, `"flowsim-aggregate"` or `"pktsim"`.
+    /// `"flowsim-corrected"`, `"flowsim-aggregate"` or `"pktsim"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ModelKind::FlowSimCorrected => "flowsim-corrected",
-            ModelKind::FlowSim => "flowsim",
             ModelKind::FlowSimAggregate => "flowsim-aggregate",
             ModelKind::PktSim => "pktsim",
         }
@@ -75,8 +69,7 @@ impl ModelKind {
     pub fn model(self) -> Result<Arc<dyn NetworkModel>, ModelError> {
         Ok(match self {
             ModelKind::FlowSimCorrected => Arc::new(Corrected::shipped()?),
-            ModelKind::FlowSim => Arc::new(FlowSim::default()),
-            ModelKind::FlowSimAggregate => Arc::new(FlowSim::with_mode(FlowSimMode::Aggregate)),
+            ModelKind::FlowSimAggregate => Arc::new(FlowSim::default()),
             ModelKind::PktSim => Arc::new(PktSim::default()),
         })
     }

@@ -261,7 +261,7 @@ impl PerformanceModel for WindowModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flowsim::{FlowSim, FlowSimMode};
+    use crate::flowsim::FlowSim;
     use crate::simulate::{poor_config, ModelKind};
 
     fn window() -> (Traffic, Arc<Workload>) {
@@ -291,9 +291,9 @@ mod tests {
             .predict(&configs, 5)
             .expect("model SLIs")
         };
-        let direct = |mode| {
+        let direct = || {
             let input: ModelInput = traffic.context.input(w.clone(), 5);
-            FlowSim::with_mode(mode)
+            FlowSim::default()
                 .evaluate(&input, &configs)
                 .into_iter()
                 .map(|r| r.expect("SLIs").sli)
@@ -307,19 +307,8 @@ mod tests {
             .map(|r| r.expect("SLIs").sli)
             .collect();
         assert_eq!(scored(ModelKind::default()), corrected);
-        assert_ne!(
-            corrected,
-            direct(FlowSimMode::Aggregate),
-            "the correction changes flowsim's p99"
-        );
-        let aggregate = scored(ModelKind::FlowSimAggregate);
-        assert_eq!(aggregate, direct(FlowSimMode::Aggregate));
-        assert_eq!(scored(ModelKind::FlowSim), direct(FlowSimMode::PerFlow));
-        assert_ne!(
-            aggregate,
-            scored(ModelKind::FlowSim),
-            "the two modes are different models"
-        );
+        assert_ne!(corrected, direct(), "the correction changes flowsim's p99");
+        assert_eq!(scored(ModelKind::FlowSimAggregate), direct());
     }
 
     #[test]

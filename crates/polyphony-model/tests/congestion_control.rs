@@ -219,7 +219,7 @@ fn small_beside_bulk() -> ModelInput {
 
 #[test]
 fn flowsim_predicts_a_loss_based_class_in_its_own_buffer_and_refuses_one_sharing_it() {
-    use polyphony_model::{Corrected, FlowSim, FlowSimMode};
+    use polyphony_model::{Corrected, FlowSim};
     let input = small_beside_bulk();
     let mut c = cfg((0.5, 0.5), (15_000, 15_000), (10, 10));
     c.port_buffer = Some(Bytes(300_000));
@@ -231,11 +231,7 @@ fn flowsim_predicts_a_loss_based_class_in_its_own_buffer_and_refuses_one_sharing
     let mut shared = cubic.clone();
     shared.classes[1].buffer = None;
     let pkt = PktSim::default().evaluate(&input, &[c.clone(), cubic.clone()]);
-    let models: [Box<dyn NetworkModel>; 3] = [
-        Box::new(FlowSim::default()),
-        Box::new(FlowSim::with_mode(FlowSimMode::Aggregate)),
-        Box::new(Corrected::shipped().unwrap()),
-    ];
+    let models: [Box<dyn NetworkModel>; 2] = [Box::new(FlowSim::default()), Box::new(Corrected::shipped().unwrap())];
     let p50 = |o: &polyphony_model::ModelOutput, d| o.sli.get(d).unwrap().p50;
     let (pd, pc) = (pkt[0].as_ref().unwrap(), pkt[1].as_ref().unwrap());
     // pktsim: the class's small flows wait behind its own full buffer (p50 8.7 → 62 when this

@@ -1,32 +1,24 @@
-//! `flowsim` behaves the way the network does, in both modes ([`FlowSimMode::PerFlow`] and
-//! [`FlowSimMode::Aggregate`]): a lone flow gets its ideal FCT (plus one packet's
+//! `flowsim` behaves the way the network does: a lone flow gets its ideal FCT (plus one packet's
 //! store-and-forward), a heavier weight lowers a class's tail and more load raises it, K and
 //! initcwnd move it the right way, batches of any size equal single runs, a plan kept from an
 //! earlier call gives what a fresh one gives, bad input is refused
 //! without spoiling a batch, and on a small case configurations are ranked the way `pktsim`
 //! ranks them.
 
-use polyphony_model::{
-    default_config, scenario_input, FlowSim, FlowSimMode, ModelInput, NetworkModel, PktSim, Topology,
-};
+use polyphony_model::{default_config, scenario_input, FlowSim, ModelInput, NetworkModel, PktSim, Topology};
 use polyphony_spec::{BitsPerSec, Bytes, Dscp, Flow, HostId, Nanos, NetworkConfig, Scenario, Workload};
 use std::sync::Arc;
 
 mod common;
 use common::{cfg, flow, mixed, topo};
 
-/// flowsim in each mode.
-fn models() -> [FlowSim; 2] {
-    [FlowSimMode::PerFlow, FlowSimMode::Aggregate].map(FlowSim::with_mode)
+/// flowsim with its default options.
+fn models() -> [FlowSim; 1] {
+    [FlowSim::default()]
 }
 
 fn p99(m: &FlowSim, input: &ModelInput, c: &NetworkConfig, d: Dscp) -> f64 {
     m.run(input, c).unwrap().sli.get(d).unwrap().p99
-}
-
-#[test]
-fn the_default_mode_is_per_flow() {
-    assert_eq!(FlowSim::default().options.mode, FlowSimMode::PerFlow);
 }
 
 #[test]
@@ -39,7 +31,7 @@ fn lone_flow_gets_the_ideal_plus_one_store_and_forward() {
             let out = m.run(&input, &cfg((0.5, 0.5), (30_000, 30_000), (64, 64))).unwrap();
             let o = out.flows.unwrap()[0];
             let sf = BitsPerSec::from_mbps(100).serialization_time(Bytes(size.min(1448) + 66));
-            assert_eq!(o.fct, o.ideal + sf, "{:?}, size {size}", m.options.mode);
+            assert_eq!(o.fct, o.ideal + sf, "{:?}, size {size}", m.options);
         }
     }
 }
@@ -53,7 +45,7 @@ fn more_weight_lowers_the_class_tail() {
         assert!(
             hi < lo,
             "{:?}: weight 0.8 gives p99 {hi}, weight 0.2 gives {lo}",
-            m.options.mode
+            m.options
         );
     }
 }
@@ -77,7 +69,7 @@ fn more_load_raises_the_class_tail() {
         assert!(
             loaded > 1.5 * quiet,
             "{:?}: alone p99 {quiet}, with competing load {loaded}",
-            m.options.mode
+            m.options
         );
     }
 }
@@ -97,7 +89,7 @@ fn smaller_k_lowers_the_small_flows_wait() {
         assert!(
             small < large,
             "{:?}: K 3 kB: p99 {small}; K 300 kB: p99 {large}",
-            m.options.mode
+            m.options
         );
     }
 }
@@ -115,7 +107,7 @@ fn larger_initcwnd_saves_round_trips_on_an_idle_path() {
         assert!(
             iw64 < iw2,
             "{:?}: initcwnd 64: p99 {iw64}; initcwnd 2: p99 {iw2}",
-            m.options.mode
+            m.options
         );
     }
 }
@@ -132,9 +124,9 @@ fn batches_of_any_size_equal_single_runs_and_are_deterministic() {
         .collect();
     for m in models() {
         let batch = m.evaluate(&input, &cs);
-        assert_eq!(batch, m.evaluate(&input, &cs), "{:?}", m.options.mode);
+        assert_eq!(batch, m.evaluate(&input, &cs), "{:?}", m.options);
         for (b, c) in batch.iter().zip(&cs) {
-            assert_eq!(b.as_ref().unwrap(), &m.run(&input, c).unwrap(), "{:?}", m.options.mode);
+            assert_eq!(b.as_ref().unwrap(), &m.run(&input, c).unwrap(), "{:?}", m.options);
         }
     }
 }
@@ -185,24 +177,19 @@ fn a_kept_plan_gives_what_a_fresh_model_gives_and_follows_the_input() {
         let first = m.evaluate(&a, &configs);
         for input in [&a, &b, &a, &seeded, &later, &a, &reordered, &copied, &kept, &a] {
             let reused = m.evaluate(input, &configs);
-            assert_eq!(reused, fresh(input), "{:?}", m.options.mode);
+            assert_eq!(reused, fresh(input), "{:?}", m.options);
         }
-        assert_eq!(first, m.evaluate(&a, &configs), "{:?}", m.options.mode);
+        assert_eq!(first, m.evaluate(&a, &configs), "{:?}", m.options);
         assert_ne!(
             first,
             m.evaluate(&b, &configs),
             "{:?}: another window, other results",
-            m.options.mode
+            m.options
         );
         let one = m.run(&later, &configs[1]).unwrap();
-        assert_eq!(&one, fresh(&later)[1].as_ref().unwrap(), "{:?}", m.options.mode);
+        assert_eq!(&one, fresh(&later)[1].as_ref().unwrap(), "{:?}", m.options);
         // A clone shares the plan and answers the same.
-        assert_eq!(
-            m.clone().evaluate(&later, &configs),
-            fresh(&later),
-            "{:?}",
-            m.options.mode
-        );
+        assert_eq!(m.clone().evaluate(&later, &configs), fresh(&later), "{:?}", m.options);
     }
 }
 
@@ -219,7 +206,7 @@ fn threads_sharing_one_model_get_what_a_fresh_model_gives() {
             let parts: Vec<_> = configs.chunks(1).map(|c| sc.spawn(|| m.evaluate(&input, c))).collect();
             parts.into_iter().flat_map(|h| h.join().unwrap()).collect()
         });
-        assert_eq!(got, want, "{:?}", m.options.mode);
+        assert_eq!(got, want, "{:?}", m.options);
     }
 }
 
@@ -304,7 +291,7 @@ fn ranks_a_class_weight_sweep_like_pktsim() {
     for m in models() {
         let f = p99s(&m);
         let rho = spearman(&f, &p);
-        assert!(rho >= 0.8, "{:?} {f:?}\npktsim {p:?}\nSpearman ρ {rho}", m.options.mode);
+        assert!(rho >= 0.8, "{:?} {f:?}\npktsim {p:?}\nSpearman ρ {rho}", m.options);
     }
 }
 

@@ -90,11 +90,9 @@ pub struct DaemonArgs {
 /// A network model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModelArg {
-    /// flowsim's aggregate mode with the learned correction (the controller's model).
+    /// flowsim with the learned correction (the controller's model).
     FlowsimCorrected,
-    /// Flow-level model, per-flow mode.
-    Flowsim,
-    /// Flow-level model in its aggregate mode, uncorrected.
+    /// Flow-level model alone, uncorrected.
     FlowsimAggregate,
     /// Packet-level simulator: slower, the reference.
     Pktsim,

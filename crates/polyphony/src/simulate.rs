@@ -60,7 +60,6 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
         scenario,
         match args.model {
             ModelArg::FlowsimCorrected => ModelKind::FlowSimCorrected,
-            ModelArg::Flowsim => ModelKind::FlowSim,
             ModelArg::FlowsimAggregate => ModelKind::FlowSimAggregate,
             ModelArg::Pktsim => ModelKind::PktSim,
         },

@@ -1,11 +1,10 @@
-//! `flowsim`'s aggregate mode ([`FlowSimMode::Aggregate`](super::FlowSimMode)): per link, one
-//! fluid backlog and one truncated-sum curve (`flowsim/curve.rs`) per class instead of one heap
-//! entry per flow, so a flow costs O(classes + G²) arithmetic per link and configuration
+//! `flowsim` on one link: one fluid backlog and one truncated-sum curve (`flowsim/curve.rs`)
+//! per class instead of one heap entry per flow, so a flow costs O(classes + G²) arithmetic per link and configuration
 //! (G = 4 curve points), no heap and no branches that depend on the configuration, and a batch
 //! of configurations shares everything that does not depend on the configuration. It may touch
 //! only its own state; the plan it reads is built by the parent module.
 //!
-//! Same per-link decomposition as the per-flow mode (the parent module): a flow's FCT is its
+//! The per-link decomposition is the parent module's: a flow's FCT is its
 //! ideal FCT plus the delay each simulated link adds beyond an idle link, plus the
 //! store-and-forward of its first packet on the links other than its bottleneck. On one link of
 //! rate r (bytes/ns), flows in start order, per class c with weight w_c:
@@ -24,8 +23,7 @@
 //!   bytes of the others a new flow of s bytes waits for under processor sharing).
 //! * **Service rate.** ρ_c = √(i_c · max(a_c, i_c)): the geometric mean of the class's GPS share
 //!   at the arrival, i_c = r·w_c / (w_c + Σ_{j≠c, B_j>0} w_j), and the capacity the other classes
-//!   leave on average, a_c = r − (their offered bytes on the link / the span of arrivals) — as
-//!   in the per-flow mode's standing-queue drain.
+//!   leave on average, a_c = r − (their offered bytes on the link / the span of arrivals).
 //! * **Sharing.** The flow waits for the bytes of the others that processor sharing serves
 //!   before it, T_c(s), and its own transfer is stretched by the flows that arrive while it
 //!   runs: by 1 / (1 − u_c) on average (M/G/1 processor sharing), u_c = min(o_c / ρ_c, 0.9)
@@ -35,7 +33,7 @@
 //! * **K — standing queue.** Q_c = min(B_c, max(φ·K_c, n_c · initcwnd_c · MTU)), waited behind
 //!   at ρ_c: DCTCP holds a backlogged class's queue near K (φ =
 //!   [`FlowSimOptions::queue_factor`](super::FlowSimOptions::queue_factor)), and each active
-//!   flow can put up to a full initial window into it (the per-flow mode's term).
+//!   flow can put up to a full initial window into it.
 //! * **initcwnd — slow-start rounds.** k = min(⌈log₂(n_seg / initcwnd + 1)⌉, rounds until the
 //!   window passes K); each round waits behind Q_c once, each round after the first adds one
 //!   base RTT.

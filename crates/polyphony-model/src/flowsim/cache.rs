@@ -52,7 +52,14 @@ impl Planned {
     /// The learned correction's window features (built on first use from `input`).
     pub fn window(&self, input: &ModelInput) -> Arc<WindowFeatures> {
         self.window
-            .get_or_init(|| Arc::new(WindowFeatures::new(input, &self.plan.link_loads(input.classes.len()))))
+            .get_or_init(|| {
+                Arc::new(WindowFeatures::new(
+                    input,
+                    &self
+                        .plan
+                        .link_loads(input.classes.len(), input.workload.duration.0 as f64),
+                ))
+            })
             .clone()
     }
 }

@@ -5,22 +5,12 @@
 //! adds beyond an idle link, plus the store-and-forward of its first packet on the links other
 //! than its bottleneck. A link is skipped when every flow crossing it goes on to one and the
 //! same next link that is no faster (a dumbbell's access links): the downstream link sees the
-//! same flows and is where they queue. On one link (`flowsim/link.rs`), event by event:
-//!
-//! * **Sharing.** Classes share the link by weight, work-conserving (an idle class's share goes
-//!   to the backlogged classes in proportion to their weights: generalised processor sharing);
-//!   within a class the flows share equally (processor sharing). Completions are found with a
-//!   per-class virtual-time heap, so a flow costs O(log n) per link.
-//! * **K — standing queue.** A flow arriving to class c waits behind the class's standing queue
-//!   Q = min(bytes the class's other flows still have to send, max(φ·K_c, n_c · initcwnd_c · MTU)):
-//!   DCTCP holds a backlogged class's queue near K (φ = [`FlowSimOptions::queue_factor`] covers
-//!   slow-start overshoot), and n_c newly started flows put up to a full initial window each
-//!   into it. The wait is Q / r, r the geometric mean of the class's share of the link now and
-//!   the capacity the other classes leave on average (their offered load on this link).
-//! * **initcwnd — slow-start rounds.** A flow of n segments needs k = ⌈log₂(n / w + 1)⌉ rounds
-//!   with initial window w, capped by the rounds after which its window exceeds K (from then on
-//!   DCTCP, not slow start, limits it). Each round after the first costs one more wait behind
-//!   the standing queue plus one base RTT.
+//! same flows and is where they queue. On one link classes share by weight (GPS), flows within
+//! a class by processor sharing, and DCTCP's standing queue (K) and slow-start rounds
+//! (initcwnd) add waits; each class is one fluid backlog and one curve of its active flows'
+//! remaining bytes, so a flow costs constant work per link and a batch's configurations run
+//! sixteen at a time in one vectorised pass (`flowsim/aggregate.rs` has the equations,
+//! `flowsim/curve.rs` the curve).
 //!
 //! * **Loss-based classes (NewReno, CUBIC).** Their packets are not ECN-capable: the class's
 //!   window grows until its buffer overflows, so its standing queue is set by the buffer, not
@@ -37,12 +27,8 @@
 //!
 //! A batch of configurations shares the configuration-independent work (routes, ideal FCTs,
 //! per-link flow lists), and so do later calls on the same input: a `FlowSim` value keeps the
-//! plan of the last input it evaluated (`flowsim/cache.rs`). Deterministic: no random draws; `seed` only salts ECMP, the same way
-//! as `pktsim`.
-//!
-//! That is the [`FlowSimMode::PerFlow`] mode (the default). [`FlowSimMode::Aggregate`] keeps the
-//! decomposition, the ideal FCTs and the standing-queue and slow-start terms but replaces the
-//! per-flow heaps by per-class fluid state (`flowsim/aggregate.rs`, `flowsim/curve.rs`).
+//! plan of the last input it evaluated (`flowsim/cache.rs`). Deterministic: no random draws;
+//! `seed` only salts ECMP, the same way as `pktsim`.
 
 mod aggregate;
 mod cache;
@@ -56,29 +42,12 @@ use crate::model::{
 use crate::topology::{HEADER_BYTES, MSS};
 use aggregate::{AggPlan, AggScratch, Lane};
 use cache::PlanCache;
-use link::{LinkFlow, LinkSim};
+use link::LinkFlow;
 use polyphony_spec::{Bytes, Nanos, NetworkConfig};
-
-/// How `flowsim` treats the flows on a link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FlowSimMode {
-    /// Every flow individually: GPS across classes, processor sharing within a class with
-    /// per-class virtual-time heaps (the module docs above). The default.
-    #[default]
-    PerFlow,
-    /// Per link, one fluid backlog and one processor-sharing curve per class instead of one
-    /// heap entry per flow (`flowsim/aggregate.rs`): constant work per flow arrival, the batch's
-    /// configurations evaluated sixteen at a time in one vectorised pass over the flows. Several
-    /// times faster per configuration than `PerFlow`, with a lower p99 error against `pktsim`
-    /// on the reference scenario and a similar ranking quality (docs/models.md).
-    Aggregate,
-}
 
 /// Switches for the effects `flowsim` models (all on by default; off is for ablations).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FlowSimOptions {
-    /// How flows are simulated on a link ([`FlowSimMode::PerFlow`] by default).
-    pub mode: FlowSimMode,
     /// Model the class's standing queue (the K effect).
     pub standing_queue: bool,
     /// Model slow-start rounds (the initcwnd effect).
@@ -87,15 +56,13 @@ pub struct FlowSimOptions {
     /// overshoot (marks reach the senders a queueing delay late, while windows double) keeps
     /// the queue above K in bursts; 2 is chosen against `pktsim` on the development seeds of
     /// `validation` (54 random cases × 6 configurations; 1.5, 2 and 3 tried: median per-class
-    /// p99 error 21.2, 21.0 and 24.7 % in the per-flow mode, 27.1, 26.6 and 29.6 % in the
-    /// aggregate mode; docs/models.md).
+    /// p99 error 27.1, 26.6 and 29.6 %).
     pub queue_factor: f64,
 }
 
 impl Default for FlowSimOptions {
     fn default() -> FlowSimOptions {
         FlowSimOptions {
-            mode: FlowSimMode::PerFlow,
             standing_queue: true,
             slow_start: true,
             queue_factor: 2.0,
@@ -126,14 +93,6 @@ impl FlowSim {
             options,
             plans: PlanCache::default(),
         }
-    }
-
-    /// A model in this mode, every other option at its default.
-    pub fn with_mode(mode: FlowSimMode) -> FlowSim {
-        FlowSim::new(FlowSimOptions {
-            mode,
-            ..FlowSimOptions::default()
-        })
     }
 }
 
@@ -249,25 +208,43 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
 }
 
 impl Plan {
-    /// Each simulated link's rate and the wire bytes each of `classes` classes offers on it.
-    fn link_loads(&self, classes: usize) -> Vec<crate::correction::LinkLoad> {
+    /// Each simulated link's rate, the wire bytes each of `classes` classes offers on it and
+    /// the most each class (and all together) offers within one of [`PEAK_BINS`] equal slices
+    /// of the window `[0, span_ns)`.
+    fn link_loads(&self, classes: usize, span_ns: f64) -> Vec<crate::correction::LinkLoad> {
+        let bin = (span_ns / PEAK_BINS as f64).max(1.0);
         self.links
             .iter()
             .map(|(rate, lf)| {
                 let mut class_bytes = vec![0.0; classes];
+                let mut bins = vec![0.0f64; (classes + 1) * PEAK_BINS];
                 for f in lf {
-                    if let Some(b) = class_bytes.get_mut(f.class as usize) {
-                        *b += f.work;
+                    let b = ((f.start / bin) as usize).min(PEAK_BINS - 1);
+                    if let Some(x) = class_bytes.get_mut(f.class as usize) {
+                        *x += f.work;
+                        bins[f.class as usize * PEAK_BINS + b] += f.work;
                     }
+                    bins[classes * PEAK_BINS + b] += f.work;
                 }
+                let peak = |c: usize| {
+                    bins[c * PEAK_BINS..(c + 1) * PEAK_BINS]
+                        .iter()
+                        .cloned()
+                        .fold(0.0, f64::max)
+                };
                 crate::correction::LinkLoad {
                     rate_bps: rate.0 as f64,
                     class_bytes,
+                    class_peak_bytes: (0..classes).map(peak).collect(),
+                    peak_bytes: peak(classes),
                 }
             })
             .collect()
     }
 }
+
+/// Slices of the window the correction's peak-load features bin flow arrivals into.
+pub(crate) const PEAK_BINS: usize = 50;
 
 impl FlowSim {
     /// The learned correction's features of `input`'s window (kept with the window's plan).
@@ -280,14 +257,10 @@ impl FlowSim {
 
     /// Evaluates one configuration.
     pub fn run(&self, input: &ModelInput, cfg: &NetworkConfig) -> Result<ModelOutput, ModelError> {
-        if self.options.mode == FlowSimMode::Aggregate {
-            return self.evaluate(input, std::slice::from_ref(cfg)).remove(0);
-        }
-        let p = self.plans.get(input, plan)?;
-        self.run_planned(input, &p.plan, cfg)
+        self.evaluate(input, std::slice::from_ref(cfg)).remove(0)
     }
 
-    /// The aggregate mode on a batch: the configuration-independent work once, then one
+    /// A batch: the configuration-independent work once, then one
     /// O(classes)-per-flow pass per configuration.
     fn run_aggregate(
         &self,
@@ -359,48 +332,15 @@ impl FlowSim {
             stats,
         }
     }
-
-    fn run_planned(&self, input: &ModelInput, p: &Plan, cfg: &NetworkConfig) -> Result<ModelOutput, ModelError> {
-        let params = flowsim_params(input, cfg, &self.options)?;
-        let mut extra = p.base_extra.clone();
-        let mut sim = LinkSim::new(&params, self.options);
-        let mut events = 0u64;
-        for (rate, lf) in &p.links {
-            events += sim.run(*rate, lf, &mut extra);
-        }
-        let mut end = 0u64;
-        let flows = &input.workload.flows;
-        let fct: Vec<Option<Nanos>> = flows
-            .iter()
-            .zip(&extra)
-            .zip(&p.ideals)
-            .map(|((f, &e), ideal)| {
-                let t = ideal.0 + e.max(0.0).round() as u64;
-                end = end.max(f.start.0 + t);
-                Some(Nanos(t))
-            })
-            .collect();
-        let stats = RunStats {
-            events,
-            ..RunStats::default()
-        };
-        Ok(finish(input, &fct, Some(&p.ideals), Nanos(end), stats))
-    }
 }
 
 impl NetworkModel for FlowSim {
     fn name(&self) -> &'static str {
-        match self.options.mode {
-            FlowSimMode::PerFlow => "flowsim",
-            FlowSimMode::Aggregate => "flowsim-aggregate",
-        }
+        "flowsim-aggregate"
     }
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
         match self.plans.get(input, plan) {
-            Ok(p) => match self.options.mode {
-                FlowSimMode::PerFlow => configs.iter().map(|c| self.run_planned(input, &p.plan, c)).collect(),
-                FlowSimMode::Aggregate => self.run_aggregate(input, &p.plan, p.agg(input), configs),
-            },
+            Ok(p) => self.run_aggregate(input, &p.plan, p.agg(input), configs),
             Err(e) => configs.iter().map(|_| Err(e.clone())).collect(),
         }
     }

@@ -46,7 +46,7 @@ impl Mode {
 }
 
 /// Which network model the controller uses as its fast model f (`kind = "flowsim-corrected"`,
-/// the default; `"flowsim"`; `"flowsim-aggregate"`; `"pktsim"`).
+/// the default; `"flowsim-aggregate"`; `"pktsim"`).
 pub use polyphony_model::ModelKind;
 
 /// `[model]`: the controller's model and how its candidates are evaluated.
@@ -553,6 +553,9 @@ ssh = { host = "s4048", identity = "/k", known_hosts = "/h" }"#,
         let e = toml::from_str::<ModelSection>("kind = \"aggregate\"").expect_err("unknown model");
         let e = e.to_string();
         assert!(e.contains("aggregate") && e.contains("flowsim-aggregate"), "{e}");
+        // flowsim's per-flow mode was retired: its name is refused, not mapped to another model.
+        let e = toml::from_str::<ModelSection>("kind = \"flowsim\"").expect_err("retired model");
+        assert!(e.to_string().contains("flowsim-corrected"), "{e}");
     }
 
     #[test]
