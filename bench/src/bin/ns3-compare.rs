@@ -36,7 +36,7 @@ struct Args {
     /// Where traces and ns-3's outputs go.
     #[arg(long, default_value = "target/ns3-compare")]
     work: PathBuf,
-    /// The ns-3 replay program (built with bench/ns3/build.sh when absent).
+    /// The ns-3 replay program (built with bench/ns3/build.sh when absent or older than replay.cc).
     #[arg(long, default_value = "target/ns3/polyphony-ns3-replay")]
     ns3: PathBuf,
     /// pktsim's TCP-small-queues window in µs (its default: 1000).
@@ -52,7 +52,11 @@ fn main() -> Result<()> {
     if !(1..=60_000).contains(&args.flows) {
         anyhow::bail!("--flows {}: use 1..=60000 (ns-3 gives every flow a port)", args.flows);
     }
-    if !args.ns3.exists() {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ns3/replay.cc");
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    // Built when absent, and rebuilt when replay.cc is newer than the program (a stale replay
+    // program would compare pktsim against last week's ns-3 setup without a word).
+    if !args.ns3.exists() || modified(&source) > modified(&args.ns3) {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ns3/build.sh");
         let st = Command::new(&script)
             .arg(&args.ns3)
