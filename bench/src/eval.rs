@@ -29,8 +29,10 @@ pub struct EvalOptions {
     pub study: Study,
     /// The ground.
     pub ground: GroundKind,
-    /// Seeds 0..seeds.
+    /// Seeds per run: `first_seed..first_seed + seeds`.
     pub seeds: u64,
+    /// The first seed (0 for reported studies; development runs use seeds no study reports).
+    pub first_seed: u64,
     /// Measured control intervals per run.
     pub iterations: usize,
     /// Warm-up windows before the control intervals (see [`LoopSetup::warmup`]).
@@ -114,7 +116,7 @@ pub fn run_study(
         let jobs: Vec<(String, u64)> = o
             .tuners
             .iter()
-            .flat_map(|t| (0..o.seeds).map(move |s| (t.clone(), s)))
+            .flat_map(|t| (o.first_seed..o.first_seed + o.seeds).map(move |s| (t.clone(), s)))
             .collect();
         let traces: Vec<RunTrace> = match o.ground {
             GroundKind::Pktsim => {
@@ -214,7 +216,7 @@ pub fn write_outputs(
     plots_for: &dyn Fn(usize) -> bool,
 ) -> Result<(), EvalError> {
     let mut md = format!(
-        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) × {} control interval(s) per run{}; tuners: {}. Cells: median over seeds (min–max). \
+        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) ({}) × {} control interval(s) per run{}; tuners: {}. Cells: median over seeds (min–max). \
 Convergence iteration = first of {} consecutive intervals in which every measured SLO held (0-based); minutes = that iteration × the interval. \
 Regret = Σ_t (J_t − J_ref) over measured intervals, J_ref = the lowest J any tuner measured on that seed. \
 Fairness = min r / max r and final J of the last measured interval; fairness (mean r, last 10) = min / max over classes of each class's mean r over the last 10 intervals.\n\n",
@@ -224,6 +226,11 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
             GroundKind::Testbed => "the namespace testbed",
         },
         o.seeds,
+        if o.seeds == 1 {
+            format!("seed {}", o.first_seed)
+        } else {
+            format!("seeds {}–{}", o.first_seed, o.first_seed + o.seeds - 1)
+        },
         o.iterations,
         if o.warmup > 0 {
             format!(

@@ -35,6 +35,7 @@ fn options(seeds: u64) -> EvalOptions {
         study: Study::Convergence,
         ground: GroundKind::Pktsim,
         seeds,
+        first_seed: 0,
         iterations: 4,
         warmup: 0,
         tuners: vec!["polyphony".into(), "no-model".into(), "bluefin".into()],
