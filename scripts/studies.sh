@@ -12,8 +12,8 @@
 #   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
-# ITERATIONS (default per study below), JOBS (default 2) and TUNERS (comma-separated) may be
-# set in the environment.
+# ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
+# convergence-10g, TIGHTNESS (space-separated) may be set in the environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +23,7 @@ EVAL=(cargo run --release -p polyphony-bench --bin eval --)
 convergence_10g() {
     # One output directory per tightness, so each finished level is kept if a later one stops.
     local tuners=${TUNERS:-polyphony,no-trust-region,no-correction,no-model,no-denoiser,whole-space-bo,bluefin,fixed}
-    for t in high medium low; do
+    for t in ${TIGHTNESS:-high medium low}; do
         "${EVAL[@]}" convergence --ground pktsim --seeds 5 --iterations "${ITERATIONS:-10}" \
             --scenario-prefix reference-10g --tightness "$t" --tuners "$tuners" --jobs "$JOBS" \
             --out "docs/results/convergence-10g/$t" --quiet

@@ -306,7 +306,9 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
 /// and how many scenarios converged (the paper: 19/24 within 6 iterations).
 pub fn scale_overview(results: &[ScenarioResult]) -> String {
     let mut rows = String::new();
-    let mut count: Vec<(String, usize, usize)> = Vec::new();
+    // Per tuner: scenarios converged, scenarios, and the converged scenarios' median
+    // convergence iterations.
+    let mut count: Vec<(String, usize, usize, Vec<f64>)> = Vec::new();
     for r in results {
         for m in report::summarise(&r.traces, r.scenario.interval_s) {
             let slos: Vec<String> = r
@@ -325,20 +327,31 @@ pub fn scale_overview(results: &[ScenarioResult]) -> String {
                 m.runs,
                 m.convergence.cell(0)
             );
-            match count.iter_mut().find(|c| c.0 == m.tuner) {
-                Some(c) => {
-                    c.1 += usize::from(m.converged * 2 > m.runs);
-                    c.2 += 1;
+            let converged = m.converged * 2 > m.runs;
+            let c = match count.iter_mut().position(|c| c.0 == m.tuner) {
+                Some(i) => &mut count[i],
+                None => {
+                    count.push((m.tuner.clone(), 0, 0, Vec::new()));
+                    count.last_mut().expect("just pushed")
                 }
-                None => count.push((m.tuner.clone(), usize::from(m.converged * 2 > m.runs), 1)),
+            };
+            c.1 += usize::from(converged);
+            c.2 += 1;
+            if converged {
+                c.3.push(m.convergence.median);
             }
         }
     }
     let mut s = String::from("# Scale study overview\n\n");
-    for (t, c, n) in &count {
+    for (t, c, n, its) in &count {
+        let median = if its.is_empty() {
+            "none converged".to_string()
+        } else {
+            format!("median convergence iteration {}", report::Spread::of(its).cell(1))
+        };
         let _ = writeln!(
             s,
-            "* {t}: **{c}/{n} scenarios converged** (in more than half of their runs)"
+            "* {t}: scenarios converged: {c}/{n} (in more than half of their runs); {median}"
         );
     }
     s += "\n| scenario | SLOs (AF11 / AF21 / AF31) | tuner | converged runs | convergence iteration |\n|---|---|---|---|---|\n";
