@@ -9,7 +9,7 @@
 use anyhow::Result;
 use clap::Parser;
 use polyphony_bench::iterations;
-use polyphony_bench::report::{tail_fairness, Spread, FAIRNESS_TAIL};
+use polyphony_bench::report::{noise_fairness, tail_fairness, Spread, FAIRNESS_TAIL};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -46,7 +46,7 @@ fn run() -> Result<()> {
         let runs = iterations::read(file)?;
         println!("## {}\n", file.display());
         println!(
-            "| scenario | tuner | runs | fairness (mean r, last {}) | decide s wall: median · max | decide s CPU: median · max |\n|---|---|---|---|---|---|",
+            "| scenario | tuner | runs | fairness (mean r, last {}) | noise-only fairness | decide s wall: median · max | decide s CPU: median · max |\n|---|---|---|---|---|---|---|",
             args.last
         );
         let mut keys: Vec<(&str, &str)> = Vec::new();
@@ -58,6 +58,7 @@ fn run() -> Result<()> {
         for (sc, tu) in keys {
             let mine: Vec<_> = runs.iter().filter(|r| r.scenario == sc && r.tuner == tu).collect();
             let v: Vec<f64> = mine.iter().map(|r| tail_fairness(&r.ratios, args.last)).collect();
+            let noise: Vec<f64> = mine.iter().map(|r| noise_fairness(&r.ratios, args.last)).collect();
             let time = |pick: fn(&(f64, f64)) -> f64| {
                 let all: Vec<f64> = mine.iter().flat_map(|r| r.decide_s.iter().map(pick)).collect();
                 let s = Spread::of(&all);
@@ -68,9 +69,10 @@ fn run() -> Result<()> {
                 }
             };
             println!(
-                "| {sc} | {tu} | {} | {} | {} | {} |",
+                "| {sc} | {tu} | {} | {} | {} | {} | {} |",
                 v.len(),
                 Spread::of(&v).cell(2),
+                Spread::of(&noise).cell(2),
                 time(|d| d.0),
                 time(|d| d.1)
             );
