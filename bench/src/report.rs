@@ -503,7 +503,7 @@ mod tests {
         let swap = vec![vec![0.4, 0.8], vec![0.8, 0.4]];
         assert!((noise_fairness(&swap, 2) - 0.5).abs() < 1e-12);
         // An interval with an unmeasured class is left out; nothing measured is NaN.
-        let gap = vec![vec![f64::NAN, 0.5], vec![0.4, 0.8], vec![0.8, 0.4]];
+        let gap = vec![vec![f64::NAN, 0.6], vec![0.4, 0.8], vec![0.8, 0.4]];
         assert!((noise_fairness(&gap, 3) - 0.5).abs() < 1e-12);
         assert!(noise_fairness(&[], 3).is_nan());
     }
