@@ -29,8 +29,10 @@ pub struct EvalOptions {
     pub study: Study,
     /// The ground.
     pub ground: GroundKind,
-    /// Seeds 0..seeds.
+    /// Seeds per run: `first_seed..first_seed + seeds`.
     pub seeds: u64,
+    /// The first seed (0 for reported studies; development runs use seeds no study reports).
+    pub first_seed: u64,
     /// Measured control intervals per run.
     pub iterations: usize,
     /// Warm-up windows before the control intervals (see [`LoopSetup::warmup`]).
@@ -114,7 +116,7 @@ pub fn run_study(
         let jobs: Vec<(String, u64)> = o
             .tuners
             .iter()
-            .flat_map(|t| (0..o.seeds).map(move |s| (t.clone(), s)))
+            .flat_map(|t| (o.first_seed..o.first_seed + o.seeds).map(move |s| (t.clone(), s)))
             .collect();
         let traces: Vec<RunTrace> = match o.ground {
             GroundKind::Pktsim => {
@@ -214,7 +216,7 @@ pub fn write_outputs(
     plots_for: &dyn Fn(usize) -> bool,
 ) -> Result<(), EvalError> {
     let mut md = format!(
-        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) × {} control interval(s) per run{}; tuners: {}. Cells: median over seeds (min–max). \
+        "# {} study on {}\n\nRegenerate:\n\n```\n{command}\n```\n\n{provenance}\n\n{} seed(s) ({}) × {} control interval(s) per run{}; tuners: {}. Cells: median over seeds (min–max). \
 Convergence iteration = first of {} consecutive intervals in which every measured SLO held (0-based); minutes = that iteration × the interval. \
 Regret = Σ_t (J_t − J_ref) over measured intervals, J_ref = the lowest J any tuner measured on that seed. \
 Fairness = min r / max r and final J of the last measured interval; fairness (mean r, last 10) = min / max over classes of each class's mean r over the last 10 intervals.\n\n",
@@ -224,6 +226,11 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
             GroundKind::Testbed => "the namespace testbed",
         },
         o.seeds,
+        if o.seeds == 1 {
+            format!("seed {}", o.first_seed)
+        } else {
+            format!("seeds {}–{}", o.first_seed, o.first_seed + o.seeds - 1)
+        },
         o.iterations,
         if o.warmup > 0 {
             format!(
@@ -299,7 +306,9 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
 /// and how many scenarios converged (the paper: 19/24 within 6 iterations).
 pub fn scale_overview(results: &[ScenarioResult]) -> String {
     let mut rows = String::new();
-    let mut count: Vec<(String, usize, usize)> = Vec::new();
+    // Per tuner: scenarios converged, scenarios, and the converged scenarios' median
+    // convergence iterations.
+    let mut count: Vec<(String, usize, usize, Vec<f64>)> = Vec::new();
     for r in results {
         for m in report::summarise(&r.traces, r.scenario.interval_s) {
             let slos: Vec<String> = r
@@ -318,20 +327,31 @@ pub fn scale_overview(results: &[ScenarioResult]) -> String {
                 m.runs,
                 m.convergence.cell(0)
             );
-            match count.iter_mut().find(|c| c.0 == m.tuner) {
-                Some(c) => {
-                    c.1 += usize::from(m.converged * 2 > m.runs);
-                    c.2 += 1;
+            let converged = m.converged * 2 > m.runs;
+            let c = match count.iter_mut().position(|c| c.0 == m.tuner) {
+                Some(i) => &mut count[i],
+                None => {
+                    count.push((m.tuner.clone(), 0, 0, Vec::new()));
+                    count.last_mut().expect("just pushed")
                 }
-                None => count.push((m.tuner.clone(), usize::from(m.converged * 2 > m.runs), 1)),
+            };
+            c.1 += usize::from(converged);
+            c.2 += 1;
+            if converged {
+                c.3.push(m.convergence.median);
             }
         }
     }
     let mut s = String::from("# Scale study overview\n\n");
-    for (t, c, n) in &count {
+    for (t, c, n, its) in &count {
+        let median = if its.is_empty() {
+            "none converged".to_string()
+        } else {
+            format!("median convergence iteration {}", report::Spread::of(its).cell(1))
+        };
         let _ = writeln!(
             s,
-            "* {t}: **{c}/{n} scenarios converged** (in more than half of their runs)"
+            "* {t}: scenarios converged: {c}/{n} (in more than half of their runs); {median}"
         );
     }
     s += "\n| scenario | SLOs (AF11 / AF21 / AF31) | tuner | converged runs | convergence iteration |\n|---|---|---|---|---|\n";

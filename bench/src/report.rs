@@ -138,6 +138,39 @@ pub fn tail_fairness(ratios: &[Vec<f64>], last: usize) -> f64 {
     }
 }
 
+/// The fairness measurement noise alone leaves in one interval: each class's ratio over the
+/// last `last` intervals divided by that class's mean over them (so every class has mean 1, a
+/// perfectly fair configuration in expectation), then min / max over the classes per interval,
+/// median over the intervals. Meaningful for a tuner that holds one configuration (`fixed`):
+/// for one that moves, configuration changes count as noise too. NaN with no finite ratio.
+pub fn noise_fairness(ratios: &[Vec<f64>], last: usize) -> f64 {
+    let tail = &ratios[ratios.len().saturating_sub(last)..];
+    let classes = tail.iter().map(Vec::len).max().unwrap_or(0);
+    let means: Vec<f64> = (0..classes)
+        .map(|c| {
+            let v: Vec<f64> = tail
+                .iter()
+                .filter_map(|r| r.get(c).copied())
+                .filter(|x| x.is_finite())
+                .collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        })
+        .collect();
+    let mut per_interval: Vec<f64> = tail
+        .iter()
+        .filter_map(|r| {
+            let n: Vec<f64> = r
+                .iter()
+                .zip(&means)
+                .map(|(x, m)| x / m)
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .collect();
+            (n.len() == classes && classes > 0).then(|| evaluation::min_max_fairness(&n))
+        })
+        .collect();
+    polyphony_core::median(&mut per_interval).unwrap_or(f64::NAN)
+}
+
 /// The regret reference of each seed: the lowest finite J any tuner measured on it.
 fn references(traces: &[RunTrace]) -> Vec<(u64, f64)> {
     let mut seeds: Vec<u64> = traces.iter().map(|t| t.seed).collect();
@@ -459,6 +492,20 @@ mod tests {
         // Nothing measured: NaN ("–" in the table), not a number that looks like a result.
         assert!(tail_fairness(&[vec![f64::NAN, f64::NAN]], 10).is_nan());
         assert!(tail_fairness(&[], 10).is_nan());
+    }
+
+    #[test]
+    fn noise_fairness_divides_out_each_class_mean_and_takes_the_median_interval() {
+        // Class 1 is always twice class 0: unfair in expectation but noise-free, so 1.
+        let steady = vec![vec![0.2, 0.4], vec![0.3, 0.6], vec![0.1, 0.2]];
+        assert!((noise_fairness(&steady, 3) - 1.0).abs() < 1e-12);
+        // Classes swapping 0.4 / 0.8 have mean 0.6 each: every interval 0.4/0.8 = 0.5.
+        let swap = vec![vec![0.4, 0.8], vec![0.8, 0.4]];
+        assert!((noise_fairness(&swap, 2) - 0.5).abs() < 1e-12);
+        // An interval with an unmeasured class is left out; nothing measured is NaN.
+        let gap = vec![vec![f64::NAN, 0.6], vec![0.4, 0.8], vec![0.8, 0.4]];
+        assert!((noise_fairness(&gap, 3) - 0.5).abs() < 1e-12);
+        assert!(noise_fairness(&[], 3).is_nan());
     }
 
     #[test]

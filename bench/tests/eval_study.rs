@@ -35,6 +35,7 @@ fn options(seeds: u64) -> EvalOptions {
         study: Study::Convergence,
         ground: GroundKind::Pktsim,
         seeds,
+        first_seed: 0,
         iterations: 4,
         warmup: 0,
         tuners: vec!["polyphony".into(), "no-model".into(), "bluefin".into()],
@@ -86,6 +87,20 @@ fn same_seeds_give_the_same_runs_and_other_seeds_other_traffic() {
     assert_eq!(first.len(), 3);
     let body = |l: &str| l.split(',').skip(5).take(15).map(String::from).collect::<Vec<_>>();
     assert!(first.iter().all(|l| body(l) == body(first[0])), "{first:?}");
+    // Development seeds: first_seed 1 runs exactly seed 1 of the two-seed study.
+    let later = EvalOptions {
+        first_seed: 1,
+        ..options(1)
+    };
+    let c = iterations_csv(&run_study(&planned, &later, &|| {}).expect("seed 1 alone")[0]);
+    let seed1 = |csv: &str| {
+        without_timing(csv)
+            .into_iter()
+            .filter(|l| l.split(',').nth(2) == Some("1"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(c.lines().count(), 1 + 3 * 4);
+    assert_eq!(seed1(&c), seed1(&ca));
 }
 
 fn eval(args: &[&str]) -> (i32, String) {
@@ -113,6 +128,11 @@ fn bad_command_lines_are_refused_with_what_to_do() {
     let (code, err) = eval(&["scale", "--ground", "testbed", "--quiet"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("dumbbell"), "{err}");
+
+    // One parameter set: studies take no parameter overrides.
+    let (code, err) = eval(&["convergence", "--params", "p.json", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--params"), "{err}");
 
     let (code, err) = eval(&["sideways"]);
     assert_eq!(code, 2, "{err}");

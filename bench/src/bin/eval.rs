@@ -10,7 +10,8 @@ use polyphony_bench::eval::{run_study, write_outputs, EvalOptions, GroundKind};
 use polyphony_bench::scale::{self, ScaleOptions, SloBasis};
 use polyphony_bench::studies::{self, Start, Study, StudyOptions, Tightness};
 use polyphony_bench::EvalError;
-use polyphony_core::ControllerParams;
+use polyphony_core::{ControllerParams, OperatorParams};
+use polyphony_model::ModelKind;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ struct Args {
     /// The live network the runs are measured on.
     #[arg(long, value_enum, default_value = "pktsim")]
     ground: GroundKind,
-    /// Seeds 0..N (runs per tuner and scenario).
+    /// Seeds per tuner and scenario (F..F+N with --first-seed F).
     #[arg(long, default_value_t = 3)]
     seeds: u64,
     /// Measured intervals per run (default: 30; adaptation: 4 × --phase-iterations; scale: 10).
@@ -86,9 +87,10 @@ struct Args {
     /// Scale study: only the first N of the 24 scenarios, rounded up to whole high/low pairs (0 = all).
     #[arg(long, default_value_t = 0)]
     limit: usize,
-    /// JSON file of ControllerParams overrides (fields not given keep their defaults).
-    #[arg(long)]
-    params: Option<PathBuf>,
+    /// First seed: runs use seeds F..F+N. Reported studies use 0; investigating or choosing
+    /// anything uses seeds no reported study runs (docs/evaluation.md names them).
+    #[arg(long, default_value_t = 0)]
+    first_seed: u64,
     /// Runs in parallel (pktsim).
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -133,16 +135,28 @@ fn git_commit() -> String {
     }
 }
 
+/// The correction the default model compiles in (polyphony-model's `correction.rs`).
+const CORRECTION: &str = "models/correction/flowsim-aggregate.forest";
+
+/// The git blob id of `path` in the working directory (`git hash-object`), so a summary names
+/// the exact model artifact; `unknown` when git is not available.
+fn git_blob(path: &str) -> String {
+    std::process::Command::new("git")
+        .args(["hash-object", path])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(
+            || "unknown".into(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().chars().take(12).collect(),
+        )
+}
+
 fn run() -> Result<()> {
     let a = Args::parse();
-    let params: ControllerParams = match &a.params {
-        Some(p) => serde_json::from_str(
-            &std::fs::read_to_string(p)
-                .map_err(|e| EvalError::Usage(format!("--params {}: cannot read: {e}", p.display())))?,
-        )
-        .map_err(|e| EvalError::Usage(format!("--params {}: {e}", p.display())))?,
-        None => ControllerParams::default(),
-    };
+    // One parameter set for every study: the operator defaults of the core (what the daemon
+    // and the demo run); the ablations differ only in the component they remove.
+    let params = ControllerParams::from(OperatorParams::default());
     if a.study == Study::Adaptation && a.phase_iterations == 0 {
         return Err(EvalError::Usage("--phase-iterations 0: give at least 1 interval per load phase".into()).into());
     }
@@ -159,6 +173,7 @@ fn run() -> Result<()> {
         study: a.study,
         ground: a.ground,
         seeds: a.seeds,
+        first_seed: a.first_seed,
         iterations,
         warmup,
         tuners: if a.tuners.is_empty() {
@@ -224,8 +239,12 @@ fn run() -> Result<()> {
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
     let mut provenance = format!(
-        "Run at commit `{}`; every tuner starts from the {} configuration (`--start`).",
+        "Run at commit `{}` with the model `{}` (correction `{}` at blob `{}`) and the core's default \
+operator parameters; every tuner starts from the {} configuration (`--start`).",
         commit,
+        ModelKind::default().as_str(),
+        CORRECTION,
+        git_blob(CORRECTION),
         start.name()
     );
     if a.study == Study::Scale {

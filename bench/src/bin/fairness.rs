@@ -1,17 +1,21 @@
-//! `fairness`: min-max fairness of the per-class mean ratio over the last N control intervals
-//! of every run in committed `iterations.csv` files (the column `eval` now writes as
-//! "fairness (mean r, last 10)"), for results measured before that column existed.
+//! `fairness`: from committed `iterations.csv` files, per scenario and tuner, the min-max
+//! fairness of the per-class mean ratio over the last N control intervals of every run (what
+//! `eval` writes as "fairness (mean r, last 10)") and the controller's own decision time per
+//! control interval (`decide_wall_s`, `decide_cpu_s`): median and max over every interval of
+//! every run — the figures docs/evaluation.md quotes.
 //!
 //! `cargo run --release -p polyphony-bench --bin fairness -- docs/results/convergence/iterations.csv`
 
 use anyhow::Result;
 use clap::Parser;
 use polyphony_bench::iterations;
-use polyphony_bench::report::{tail_fairness, Spread, FAIRNESS_TAIL};
+use polyphony_bench::report::{noise_fairness, tail_fairness, Spread, FAIRNESS_TAIL};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(about = "Fairness of the per-class mean p99/SLO over each run's last intervals, from iterations.csv files")]
+#[command(
+    about = "Fairness of the per-class mean p99/SLO over each run's last intervals, and decision time per interval, from iterations.csv files"
+)]
 struct Args {
     /// `iterations.csv` files written by `eval`.
     #[arg(required = true)]
@@ -42,7 +46,7 @@ fn run() -> Result<()> {
         let runs = iterations::read(file)?;
         println!("## {}\n", file.display());
         println!(
-            "| scenario | tuner | runs | fairness (mean r, last {}) |\n|---|---|---|---|",
+            "| scenario | tuner | runs | fairness (mean r, last {}) | noise-only fairness | decide s wall: median · max | decide s CPU: median · max |\n|---|---|---|---|---|---|---|",
             args.last
         );
         let mut keys: Vec<(&str, &str)> = Vec::new();
@@ -52,12 +56,26 @@ fn run() -> Result<()> {
             }
         }
         for (sc, tu) in keys {
-            let v: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.scenario == sc && r.tuner == tu)
-                .map(|r| tail_fairness(&r.ratios, args.last))
-                .collect();
-            println!("| {sc} | {tu} | {} | {} |", v.len(), Spread::of(&v).cell(2));
+            let mine: Vec<_> = runs.iter().filter(|r| r.scenario == sc && r.tuner == tu).collect();
+            let v: Vec<f64> = mine.iter().map(|r| tail_fairness(&r.ratios, args.last)).collect();
+            let noise: Vec<f64> = mine.iter().map(|r| noise_fairness(&r.ratios, args.last)).collect();
+            let time = |pick: fn(&(f64, f64)) -> f64| {
+                let all: Vec<f64> = mine.iter().flat_map(|r| r.decide_s.iter().map(pick)).collect();
+                let s = Spread::of(&all);
+                if s.median.is_nan() {
+                    "not in the file".to_string()
+                } else {
+                    format!("{:.3} · {:.3}", s.median, s.max)
+                }
+            };
+            println!(
+                "| {sc} | {tu} | {} | {} | {} | {} | {} |",
+                v.len(),
+                Spread::of(&v).cell(2),
+                Spread::of(&noise).cell(2),
+                time(|d| d.0),
+                time(|d| d.1)
+            );
         }
         println!();
     }

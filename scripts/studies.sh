@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Regenerates the committed evaluation studies (docs/evaluation.md), one argument per study:
+#
+#   scripts/studies.sh convergence-10g scale ...
+#
+# Every study runs the core's default parameters and the default model at the checked-out
+# commit; each summary.md records the commit and the model's correction blob. Studies:
+#   convergence-10g  Table 2 at 10 Gbit/s: low/medium/high, seeds 0-4 (TUNERS, default all)
+#   ablation-10g     the ablation at 10 Gbit/s, high tightness, seeds 0-4 (TUNERS, default the
+#                    ablation set)
+#   scale            the scale study, window-median (strict) SLO basis, seed 0 per scenario
+#   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis
+#   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check)
+#   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
+# ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
+# convergence-10g, TIGHTNESS (space-separated) may be set in the environment.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${JOBS:-2}
+EVAL=(cargo run --release -p polyphony-bench --bin eval --)
+
+convergence_10g() {
+    # One output directory per tightness, so each finished level is kept if a later one stops.
+    local tuners=${TUNERS:-polyphony,no-trust-region,no-correction,no-model,no-denoiser,whole-space-bo,bluefin,fixed}
+    for t in ${TIGHTNESS:-high medium low}; do
+        "${EVAL[@]}" convergence --ground pktsim --seeds 5 --iterations "${ITERATIONS:-10}" \
+            --scenario-prefix reference-10g --tightness "$t" --tuners "$tuners" --jobs "$JOBS" \
+            --out "docs/results/convergence-10g/$t" --quiet
+    done
+}
+
+ablation_10g() {
+    "${EVAL[@]}" ablation --ground pktsim --seeds 5 --iterations "${ITERATIONS:-10}" \
+        --scenario-prefix reference-10g --tuners "${TUNERS:-polyphony,no-trust-region,no-correction,no-model,no-denoiser}" \
+        --jobs "$JOBS" --out docs/results/ablation-10g --quiet
+}
+
+scale() {
+    "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
+        --racks 32 --hosts-per-rack 8 --interval-ms 50 --baseline-windows 5 \
+        --tuners polyphony,no-correction,fixed,near-optimal --jobs "$JOBS" \
+        --out docs/results/scale --quiet
+}
+
+scale_run_p99() {
+    "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
+        --racks 32 --hosts-per-rack 8 --interval-ms 50 --baseline-windows 20 --slo-basis run-p99 \
+        --tuners polyphony,fixed,near-optimal --jobs "$JOBS" \
+        --out docs/results/scale-run-p99 --quiet
+}
+
+convergence() {
+    "${EVAL[@]}" convergence --ground pktsim --seeds 5 --iterations "${ITERATIONS:-50}" --delay-us 1500 \
+        --jobs "$JOBS" --out docs/results/convergence --quiet
+}
+
+adaptation() {
+    "${EVAL[@]}" adaptation --ground pktsim --seeds 3 --phase-iterations 20 --delay-us 1500 \
+        --tuners polyphony,no-correction,no-model,whole-space-bo,bluefin,fixed --jobs "$JOBS" \
+        --out docs/results/adaptation --quiet
+}
+
+[ $# -gt 0 ] || { sed -n '2,18p' "$0"; exit 2; }
+for study in "$@"; do
+    case "$study" in
+        convergence-10g) convergence_10g ;;
+        ablation-10g) ablation_10g ;;
+        scale) scale ;;
+        scale-run-p99) scale_run_p99 ;;
+        convergence) convergence ;;
+        adaptation) adaptation ;;
+        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-run-p99 convergence adaptation" >&2; exit 2 ;;
+    esac
+done
