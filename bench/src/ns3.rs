@@ -1,5 +1,5 @@
 //! pktsim against ns-3 on identical flows: the case matrix, one case run through ns-3 (the
-//! replay program of `bench/ns3/`, a separate process), pktsim and both flowsim modes on the
+//! replay program of `bench/ns3/`, a separate process), pktsim and flowsim (uncorrected) on the
 //! same exported trace, and the comparison statistics (per-class p99 relative error, Spearman
 //! ρ, speed ratio) that `ns3-compare` writes to `docs/results/pktsim-vs-ns3/`.
 
@@ -242,7 +242,7 @@ pub fn read_fcts(text: &str, input: &ModelInput, source: &str) -> anyhow::Result
 }
 
 /// Runs one case: writes the trace under `work`, replays it with the ns-3 program `ns3`
-/// (bounded by `timeout_s`), then `pktsim` and both flowsim modes on the same trace.
+/// (bounded by `timeout_s`), then `pktsim` and flowsim (uncorrected) on the same trace.
 pub fn run_case(
     case: &Case,
     trace: &FlowTrace,

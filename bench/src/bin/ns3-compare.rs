@@ -1,7 +1,7 @@
 //! pktsim against ns-3 on identical flows: runs the 16-case matrix of [`polyphony_bench::ns3`]
 //! through ns-3 (the replay program of bench/ns3/, built on first use by bench/ns3/build.sh),
 //! pktsim, flowsim-corrected (the controller's model, with the correction compiled into this
-//! build) and both flowsim modes on the same exported traces, and writes
+//! build) and flowsim (uncorrected) on the same exported traces, and writes
 //! `docs/results/pktsim-vs-ns3/cases.csv`, `models.csv` and `summary.md`.
 //!
 //! `cargo run --release -p polyphony-bench --bin ns3-compare`
@@ -285,7 +285,7 @@ fn summary_md(results: &[CaseResult], args: &Args) -> String {
         s,
         "{} cases, {} flows in all (about {} a case, seed {}), 3 classes at 20 % load each (σ = 2). \
          Every case's trace goes through ns-3.37, pktsim, flowsim-corrected (the controller's \
-         default model) and both flowsim modes. Errors are |model − reference| / reference of the \
+         default model) and flowsim (uncorrected). Errors are |model − reference| / reference of the \
          per-class p99 slowdown over {} case × class rows; ρ is Spearman's over the rows. \
          flowsim-corrected's correction: {}.\n",
         results.len(),
