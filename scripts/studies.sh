@@ -12,6 +12,9 @@
 #   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
+#   categorical      categorical-bulk-tight.toml (the 1500 us dumbbell, 50 intervals as convergence):
+#                    Polyphony on the mixed space, the numeric-only
+#                    controller, Bluefin on the mixed space; seeds 0-4 (TUNERS to change the set)
 # ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
 # convergence-10g, TIGHTNESS (space-separated) may be set in the environment.
 set -euo pipefail
@@ -61,7 +64,13 @@ adaptation() {
         --out docs/results/adaptation --quiet
 }
 
-[ $# -gt 0 ] || { sed -n '2,18p' "$0"; exit 2; }
+categorical() {
+    "${EVAL[@]}" categorical --ground pktsim --seeds 5 --iterations "${ITERATIONS:-50}" \
+        --categorical bulk-tight --tuners "${TUNERS:-polyphony,numeric-only,bluefin}" --jobs "$JOBS" \
+        --out docs/results/categorical --quiet
+}
+
+[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
 for study in "$@"; do
     case "$study" in
         convergence-10g) convergence_10g ;;
@@ -70,6 +79,7 @@ for study in "$@"; do
         scale-run-p99) scale_run_p99 ;;
         convergence) convergence ;;
         adaptation) adaptation ;;
-        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-run-p99 convergence adaptation" >&2; exit 2 ;;
+        categorical) categorical ;;
+        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-run-p99 convergence adaptation categorical" >&2; exit 2 ;;
     esac
 done

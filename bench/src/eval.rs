@@ -292,6 +292,16 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
     if o.study == Study::Scale {
         md = scale_overview(results) + &md;
     }
+    if o.study == Study::Categorical {
+        for r in results {
+            let _ = writeln!(
+                md,
+                "## Categorical choices ({})\n\nThe configuration each run measured in an interval, its classes with a categorical knob; the numeric-only tuner keeps the start's algorithm by construction.\n\n{}",
+                r.label,
+                report::categorical_markdown(r)
+            );
+        }
+    }
     if o.study == Study::Adaptation {
         for r in results {
             md += &phase_table(r);

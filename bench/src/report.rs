@@ -287,6 +287,64 @@ pub fn markdown(summaries: &[Summary]) -> String {
     s
 }
 
+/// Per tuner, the algorithms its runs' classes with a categorical knob ran in their last
+/// interval, and the median first interval any of them left the start's algorithm (the
+/// categorical study; empty when the scenario has no categorical block).
+pub fn categorical_markdown(res: &ScenarioResult) -> String {
+    let cats = res.scenario.knob_space().categorical;
+    if cats.is_empty() {
+        return String::new();
+    }
+    let cc_of = |cfg: &polyphony_spec::NetworkConfig, d: polyphony_spec::Dscp| -> String {
+        cfg.class(d)
+            .and_then(|k| k.congestion_control.as_ref())
+            .map_or_else(|| "(hosts' default)".to_string(), |c| c.name().to_string())
+    };
+    let mut s = String::from(
+        "| tuner | algorithms in the last interval (runs) | first interval off the start's algorithm (median, runs that moved) |\n|---|---|---|\n",
+    );
+    let mut tuners: Vec<&str> = Vec::new();
+    for t in &res.traces {
+        if !tuners.contains(&t.tuner.as_str()) {
+            tuners.push(&t.tuner);
+        }
+    }
+    for tuner in tuners {
+        let runs: Vec<&RunTrace> = res.traces.iter().filter(|t| t.tuner == tuner).collect();
+        let mut finals: Vec<(String, usize)> = Vec::new();
+        let mut moved = Vec::new();
+        for t in &runs {
+            let (Some(first), Some(last)) = (t.records.first(), t.records.last()) else {
+                continue;
+            };
+            let label = |cfg| {
+                cats.iter()
+                    .map(|c| format!("{} {}", c.dscp.name(), cc_of(cfg, c.dscp)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let l = label(&last.config);
+            match finals.iter_mut().find(|f| f.0 == l) {
+                Some(f) => f.1 += 1,
+                None => finals.push((l, 1)),
+            }
+            let start = label(&first.config);
+            if let Some(r) = t.records.iter().find(|r| label(&r.config) != start) {
+                moved.push(r.iteration as f64);
+            }
+        }
+        finals.sort();
+        let finals: Vec<String> = finals.iter().map(|(l, n)| format!("{l}: {n}")).collect();
+        let moved_cell = if moved.is_empty() {
+            "never".to_string()
+        } else {
+            format!("{} ({}/{})", Spread::of(&moved).cell(0), moved.len(), runs.len())
+        };
+        let _ = writeln!(s, "| {tuner} | {} | {moved_cell} |", finals.join("; "));
+    }
+    s
+}
+
 /// CSV of every iteration of every run (one header line; p99, ratio and knobs per class); warm-up
 /// windows come first with negative iterations.
 pub fn iterations_csv(res: &ScenarioResult) -> String {
@@ -297,6 +355,11 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
         for n in &names {
             let _ = write!(s, ",{prefix}_{n}");
         }
+    }
+    // Classes with a categorical knob also get their algorithm, per interval.
+    let cats: Vec<_> = sc.knob_space().categorical.iter().map(|c| c.dscp).collect();
+    for d in &cats {
+        let _ = write!(s, ",cc_{}", d.name());
     }
     s += ",objective,model_evaluations,reason,decide_wall_s,decide_cpu_s\n";
     for t in &res.traces {
@@ -333,6 +396,10 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
             }
             for c in &sc.classes {
                 let _ = write!(s, ",{}", r.config.class(c.dscp).map_or(0, |k| k.init_cwnd.0));
+            }
+            for d in &cats {
+                let cc = r.config.class(*d).and_then(|k| k.congestion_control.as_ref());
+                let _ = write!(s, ",{}", cc.map_or("", |c| c.name()));
             }
             let _ = writeln!(
                 s,

@@ -24,6 +24,10 @@ pub enum Study {
     Ablation,
     /// §8.5: 24 leaf-spine scenarios.
     Scale,
+    /// Issue 19: a scenario whose SLOs need a non-default congestion-control choice; the
+    /// controller on the mixed space against the numeric-only one and Bluefin on the mixed
+    /// space.
+    Categorical,
 }
 
 impl Study {
@@ -34,6 +38,7 @@ impl Study {
             Study::Adaptation => "adaptation",
             Study::Ablation => "ablation",
             Study::Scale => "scale",
+            Study::Categorical => "categorical",
         }
     }
 
@@ -41,10 +46,12 @@ impl Study {
     /// configuration for convergence, ablation and scale — so that reaching the SLOs is the
     /// tuner's work, not the start's luck — and the default for adaptation, whose Table 3
     /// measures the reaction to load shifts (phases II–IV), not the first convergence that
-    /// the convergence study already measures.
+    /// the convergence study already measures. The categorical study starts at its
+    /// scenario's `initial`: the poor numeric start with the hosts' algorithms and class
+    /// buffers, which `poor_config` would drop.
     pub fn default_start(self) -> Start {
         match self {
-            Study::Adaptation => Start::Default,
+            Study::Adaptation | Study::Categorical => Start::Default,
             Study::Convergence | Study::Ablation | Study::Scale => Start::Poor,
         }
     }
@@ -55,6 +62,7 @@ impl Study {
             Study::Convergence | Study::Adaptation => &tuners::ALL,
             Study::Ablation => &tuners::ABLATION,
             Study::Scale => &["polyphony", "fixed"],
+            Study::Categorical => &["polyphony", tuners::NUMERIC_ONLY, "bluefin"],
         };
         v.iter().map(|s| s.to_string()).collect()
     }
@@ -135,6 +143,8 @@ pub struct StudyOptions {
     pub phase_iterations: usize,
     /// Override of the control interval (s).
     pub interval_s: Option<f64>,
+    /// The categorical study's scenario: `<scenario_dir>/categorical-<name>.toml`.
+    pub categorical: String,
 }
 
 /// One scenario of a study, ready to run.
@@ -229,6 +239,16 @@ pub fn plan(study: Study, opts: &StudyOptions) -> Result<Vec<Planned>, EvalError
                 p.duration_s = len;
             }
             Ok(vec![Planned::new("phases", s, TrafficMatrix::default())])
+        }
+        Study::Categorical => {
+            let file = format!("categorical-{}.toml", opts.categorical);
+            let s = load(opts, &file)?;
+            if s.knob_space().categorical.is_empty() {
+                return Err(EvalError::Usage(format!(
+                    "{file} has no [[knobs.categorical]] block: the categorical study compares the mixed space with the numeric one; name a categorical-*.toml scenario that has one"
+                )));
+            }
+            Ok(vec![Planned::new(&opts.categorical, s, TrafficMatrix::default())])
         }
         Study::Scale => Err(EvalError::Usage(
             "the scale study builds its scenarios itself (crate::scale::plan)".into(),

@@ -28,15 +28,20 @@ pub const ALL: [&str; 8] = [
 /// The tuner that holds the study's reference (near-optimal) configuration.
 pub const NEAR_OPTIMAL: &str = "near-optimal";
 
-/// Whether `name` is a tuner a study may name: one of [`ALL`], or [`NEAR_OPTIMAL`] (which
-/// needs a study with a reference configuration).
+/// The full controller on the knob space without its categorical blocks: every class keeps the
+/// algorithm it starts with (the categorical study's numeric-only baseline). On a space without
+/// categorical blocks it is `polyphony`.
+pub const NUMERIC_ONLY: &str = "numeric-only";
+
+/// Whether `name` is a tuner a study may name: one of [`ALL`], [`NUMERIC_ONLY`], or
+/// [`NEAR_OPTIMAL`] (which needs a study with a reference configuration).
 pub fn is_known(name: &str) -> bool {
-    ALL.contains(&name) || name == NEAR_OPTIMAL
+    ALL.contains(&name) || name == NUMERIC_ONLY || name == NEAR_OPTIMAL
 }
 
 /// Every tuner a study may name, comma-separated (for messages).
 pub fn known_names() -> String {
-    format!("{}, {NEAR_OPTIMAL}", ALL.join(", "))
+    format!("{}, {NUMERIC_ONLY}, {NEAR_OPTIMAL}", ALL.join(", "))
 }
 
 /// The ablation set of §8.4: the full controller and one variant per removed component.
@@ -50,7 +55,10 @@ pub const ABLATION: [&str; 5] = [
 
 /// Whether tuner `name` calls the performance model in `propose`.
 pub fn uses_model(name: &str) -> bool {
-    matches!(name, "polyphony" | "no-trust-region" | "no-correction" | "no-denoiser")
+    matches!(
+        name,
+        "polyphony" | "no-trust-region" | "no-correction" | "no-denoiser" | NUMERIC_ONLY
+    )
 }
 
 /// Whether tuner `name` keeps one configuration throughout (its warm-up windows measure that
@@ -100,7 +108,8 @@ pub fn make_study_tuner(
     make_tuner(name, classes, knobs, init, params).map_err(usage)
 }
 
-/// Builds tuner `name` (one of [`ALL`]) starting at `init`; an unknown name is an error that lists the known ones.
+/// Builds tuner `name` (one of [`ALL`], or [`NUMERIC_ONLY`]) starting at `init`; an unknown
+/// name is an error that lists the known ones.
 pub fn make_tuner(
     name: &str,
     classes: &[TrafficClass],
@@ -115,6 +124,19 @@ pub fn make_tuner(
         "no-model" => Variant::NO_MODEL,
         "no-denoiser" => Variant::NO_DENOISER,
         "whole-space-bo" => Variant::WHOLE_SPACE_BO,
+        NUMERIC_ONLY => {
+            let numeric = KnobSpace {
+                categorical: Vec::new(),
+                ..knobs.clone()
+            };
+            return Ok(Box::new(Controller::new(
+                classes,
+                &numeric,
+                init,
+                params.clone(),
+                Variant::FULL,
+            )?));
+        }
         "bluefin" => {
             let bp = BluefinParams {
                 seed: params.seed,
@@ -139,7 +161,7 @@ pub fn make_tuner(
         }
         other => {
             return Err(CoreError::InvalidConfig(format!(
-                "unknown tuner {other:?}; known: {}",
+                "unknown tuner {other:?}; known: {}, {NUMERIC_ONLY}",
                 ALL.join(", ")
             )))
         }

@@ -25,6 +25,7 @@ fn slow_ablation() -> Vec<polyphony_bench::studies::Planned> {
             tightness: vec![],
             phase_iterations: 1,
             interval_s: Some(3.0),
+            categorical: String::new(),
         },
     )
     .expect("plan")
@@ -67,6 +68,7 @@ fn same_seeds_give_the_same_runs_and_other_seeds_other_traffic() {
             tightness: vec![Tightness::Medium],
             phase_iterations: 1,
             interval_s: Some(3.0),
+            categorical: String::new(),
         },
     )
     .expect("plan");
@@ -195,6 +197,7 @@ fn the_scenario_prefix_selects_the_testbed_files_and_a_missing_one_is_named() {
         tightness: vec![Tightness::Low, Tightness::High],
         phase_iterations: 1,
         interval_s: None,
+        categorical: String::new(),
     };
     let read = |f: &str| polyphony_bench::load_scenario(&scenario_dir().join(f)).expect("shipped scenario loads");
     let testbed = plan(Study::Convergence, &opts("testbed")).expect("testbed plan");
@@ -297,4 +300,55 @@ fn near_optimal_holds_the_scale_reference_and_is_refused_where_there_is_none() {
     let (code, err) = eval(&["scale", "--slo-basis", "p99", "--quiet"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("window-median") && err.contains("run-p99"), "{err}");
+}
+
+#[test]
+fn the_categorical_study_runs_its_scenario_from_its_start_and_numeric_only_keeps_the_algorithm() {
+    let opts = |name: &str| StudyOptions {
+        scenario_dir: scenario_dir(),
+        scenario_prefix: "reference".into(),
+        delay_us: None,
+        tightness: vec![],
+        phase_iterations: 1,
+        interval_s: Some(3.0),
+        categorical: name.into(),
+    };
+    let mut planned = plan(Study::Categorical, &opts("bulk-tight")).expect("plan");
+    assert_eq!(planned.len(), 1);
+    assert_eq!(planned[0].scenario.name, "categorical-bulk-tight");
+    assert_eq!(Study::Categorical.default_start(), Start::Default);
+    Start::Default.apply(&mut planned);
+    let cubic = |c: &polyphony_spec::NetworkConfig| {
+        c.class(polyphony_spec::Dscp::AF31)
+            .and_then(|k| k.congestion_control.as_ref())
+            .map(|a| a.name().to_string())
+    };
+    // The start keeps the scenario's AF31 algorithm and buffer (poor_config would drop them).
+    assert_eq!(cubic(&planned[0].start).as_deref(), Some("cubic"));
+    let mut o = options(1);
+    o.study = Study::Categorical;
+    o.iterations = 3;
+    o.tuners = vec!["polyphony".into(), "numeric-only".into()];
+    let r = run_study(&planned, &o, &|| {}).expect("run");
+    let numeric = r[0].traces.iter().find(|t| t.tuner == "numeric-only").expect("ran");
+    assert!(numeric
+        .records
+        .iter()
+        .all(|x| cubic(&x.config).as_deref() == Some("cubic")));
+    let csv = iterations_csv(&r[0]);
+    assert!(csv.lines().next().is_some_and(|h| h.contains(",cc_AF31,")), "{csv}");
+    assert!(
+        csv.lines()
+            .skip(1)
+            .all(|l| l.contains(",cubic,") || l.contains(",dctcp,")),
+        "{csv}"
+    );
+    let md = polyphony_bench::report::categorical_markdown(&r[0]);
+    assert!(md.contains("| numeric-only | AF31 cubic: 1 | never |"), "{md}");
+    // A scenario without a categorical block is refused, naming it.
+    let e = plan(Study::Categorical, &opts("nosuch"))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("categorical-nosuch.toml"), "{e}");
 }

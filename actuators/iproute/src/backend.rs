@@ -102,6 +102,62 @@ impl IprouteBackend {
         Ok(IprouteBackend { cfg, transport })
     }
 
+    /// Checks that every sender's kernel offers each algorithm of `congestion_controls`
+    /// (`/proc/sys/net/ipv4/tcp_available_congestion_control`, where `ip route … congctl` finds
+    /// it) and allows it (`tcp_allowed_congestion_control`, what a process may select for its
+    /// own sockets). One command per sender (`cat` of both files, in its namespace); an
+    /// algorithm missing from either is an error naming the sender, the algorithm and the
+    /// sysctl that lacks it. Nothing to check when no algorithm is configured.
+    pub fn check_congestion_controls(&self, runner: &dyn Runner) -> Result<(), ActuatorError> {
+        if self.cfg.congestion_controls.is_empty() {
+            return Ok(());
+        }
+        const DIR: &str = "/proc/sys/net/ipv4/";
+        const FILES: [&str; 2] = ["tcp_available_congestion_control", "tcp_allowed_congestion_control"];
+        for snd in &self.cfg.senders {
+            let mut argv: Vec<String> = match &snd.namespace {
+                Some(ns) => vec![self.cfg.ip.clone(), "netns".into(), "exec".into(), ns.clone()],
+                None => Vec::new(),
+            };
+            argv.push("cat".into());
+            argv.extend(FILES.iter().map(|f| format!("{DIR}{f}")));
+            let cmd = self.transport.wrap(Command { argv, stdin: None });
+            let out = runner.run(&cmd).map_err(|error| ActuatorError::Read {
+                actuator: self.cfg.name.clone(),
+                command: cmd.to_string(),
+                error,
+            })?;
+            let lines: Vec<&str> = out.stdout.lines().collect();
+            let [available, allowed] = lines[..] else {
+                return Err(ActuatorError::Parse {
+                    actuator: self.cfg.name.clone(),
+                    command: cmd.to_string(),
+                    why: format!("expected two lines (available, allowed), got {}", lines.len()),
+                });
+            };
+            let sender = snd.namespace.as_deref().unwrap_or("the sender");
+            for cc in &self.cfg.congestion_controls {
+                for (file, list) in FILES.iter().zip([available, allowed]) {
+                    if !list.split_whitespace().any(|a| a == cc.name()) {
+                        return Err(ActuatorError::Unsupported {
+                            actuator: self.cfg.name.clone(),
+                            why: format!(
+                                "congestion_controls lists {cc}, but {sender}'s net.ipv4.{file} does not ({:?}); {}",
+                                list.trim(),
+                                if *file == FILES[0] {
+                                    format!("load it on that host (modprobe tcp_{cc}, or register the BPF struct_ops) or drop it from congestion_controls")
+                                } else {
+                                    format!("add it there (sysctl -w net.ipv4.{file}=\"{} {cc}\") or drop it from congestion_controls", list.trim())
+                                }
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The routing table of class `dscp`.
     pub fn table(&self, dscp: Dscp) -> u32 {
         self.cfg.table_base + dscp.value() as u32
@@ -382,6 +438,58 @@ mod tests {
             b.command(&item, Some(&dctcp)).unwrap().to_string(),
             "ip -n pp-h0 route replace 198.18.100.0/24 via 198.18.1.1 dev eth0 table 110 initcwnd 32 congctl dctcp features ecn"
         );
+    }
+
+    /// Answers every command with the two sysctl lines `available` and `allowed`, recording
+    /// the commands (the root test `actuators_cc_buffer` reads the real kernel's).
+    struct Sysctls(&'static str, &'static str, std::sync::Mutex<Vec<String>>);
+
+    impl Runner for Sysctls {
+        fn run(&self, cmd: &Command) -> Result<polyphony_actuator::Output, polyphony_actuator::RunError> {
+            self.2.lock().unwrap().push(cmd.to_string());
+            Ok(polyphony_actuator::Output {
+                stdout: format!("{}\n{}\n", self.0, self.1),
+                stderr: String::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_configured_algorithm_the_kernel_lacks_or_disallows_is_named_with_its_sysctl() {
+        let with = |names: &[&str]| {
+            let mut cfg = backend().cfg;
+            cfg.congestion_controls = names.iter().map(|n| CongestionControl::new(*n).unwrap()).collect();
+            IprouteBackend::new(cfg, Arc::new(Local)).unwrap()
+        };
+        let kernel = Sysctls("reno bbr cubic", "reno bbr", Default::default());
+        with(&["reno", "bbr"]).check_congestion_controls(&kernel).unwrap();
+        assert_eq!(
+            kernel.2.lock().unwrap().as_slice(),
+            ["ip netns exec pp-h0 cat /proc/sys/net/ipv4/tcp_available_congestion_control /proc/sys/net/ipv4/tcp_allowed_congestion_control"]
+        );
+        let e = with(&["reno", "cubic"])
+            .check_congestion_controls(&kernel)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cubic")
+                && e.contains("pp-h0")
+                && e.contains("net.ipv4.tcp_allowed_congestion_control")
+                && e.contains("\"reno bbr cubic\""),
+            "{e}"
+        );
+        let e = with(&["dctcp"])
+            .check_congestion_controls(&kernel)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("dctcp") && e.contains("tcp_available_congestion_control") && e.contains("modprobe"),
+            "{e}"
+        );
+        // No algorithm configured: nothing is run.
+        let quiet = Sysctls("", "", Default::default());
+        backend().check_congestion_controls(&quiet).unwrap();
+        assert!(quiet.2.lock().unwrap().is_empty());
     }
 
     #[test]

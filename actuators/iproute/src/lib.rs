@@ -31,11 +31,15 @@ pub fn iproute_actuator(cfg: IprouteConfig) -> Result<IprouteActuator, ActuatorE
     iproute_actuator_with(cfg, Arc::new(Local), runner)
 }
 
-/// Builds the iproute actuator with an explicit transport and runner.
+/// Builds the iproute actuator with an explicit transport and runner. When the configuration
+/// lists congestion-control algorithms, every sender's kernel must offer and allow each
+/// ([`IprouteBackend::check_congestion_controls`]); the error says which sysctl lacks which.
 pub fn iproute_actuator_with(
     cfg: IprouteConfig,
     transport: Arc<dyn Transport>,
     runner: Arc<dyn Runner>,
 ) -> Result<IprouteActuator, ActuatorError> {
-    Ok(Engine::new(IprouteBackend::new(cfg, transport)?, runner))
+    let backend = IprouteBackend::new(cfg, transport)?;
+    backend.check_congestion_controls(runner.as_ref())?;
+    Ok(Engine::new(backend, runner))
 }

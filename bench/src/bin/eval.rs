@@ -61,6 +61,9 @@ struct Args {
     /// weights, K = 30 kB, initcwnd 10). Default: poor, except adaptation: default.
     #[arg(long, value_enum)]
     start: Option<Start>,
+    /// The categorical study's scenario: `<scenario-dir>/categorical-<NAME>.toml`.
+    #[arg(long, default_value = "bulk-tight")]
+    categorical: String,
     /// Intervals per load phase of the adaptation study.
     #[arg(long, default_value_t = 10)]
     phase_iterations: usize,
@@ -221,6 +224,7 @@ fn run() -> Result<()> {
                 tightness: a.tightness.clone(),
                 phase_iterations: a.phase_iterations,
                 interval_s: a.interval_s,
+                categorical: a.categorical.clone(),
             },
         )?,
     };

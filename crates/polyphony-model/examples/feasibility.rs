@@ -6,6 +6,12 @@
 //! other tightness levels) are judged on the same simulations: one line of counts and quantiles
 //! of the mean max r per file; `--csv` writes every configuration's mean p99s.
 //!
+//! `--categorical`: the first scenario's `[[knobs.categorical]]` blocks are swept too. Every
+//! random numeric configuration (with the per-class buffers of the scenario's `initial`) is run
+//! once per combination of the categorical choices, so each combination is judged on the same
+//! numeric points: does meeting the SLOs need a choice other than the hosts' default (the first
+//! of each set)?
+//!
 //! ```text
 //! cargo run --release -p polyphony-model --example feasibility -- \
 //!     --scenario configs/scenarios/reference-medium.toml --configs 200 --seeds 3
@@ -16,7 +22,7 @@ mod common;
 use anyhow::{Context, Result};
 use clap::Parser;
 use polyphony_model::{scenario_input, NetworkModel, PktSim};
-use polyphony_spec::{KnobSpace, NetworkConfig, Scenario, TopologySpec};
+use polyphony_spec::{CongestionControl, Dscp, KnobSpace, NetworkConfig, Scenario, TopologySpec};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -43,6 +49,29 @@ struct Args {
     /// Write every configuration's knobs and mean p99 per class here (CSV).
     #[arg(long)]
     csv: Option<String>,
+    /// Sweep the first scenario's categorical knobs as well (one run per combination).
+    #[arg(long)]
+    categorical: bool,
+}
+
+/// Every combination of the categorical choices of `space`, as (label, per-class choices); one
+/// empty combination when there are none. The first combination is every set's first choice.
+fn combinations(space: &KnobSpace) -> Vec<(String, Vec<(Dscp, CongestionControl)>)> {
+    let mut out = vec![(String::new(), Vec::new())];
+    for c in &space.categorical {
+        out = out
+            .into_iter()
+            .flat_map(|(label, picks)| {
+                c.congestion_control.iter().map(move |cc| {
+                    let mut p = picks.clone();
+                    p.push((c.dscp, cc.clone()));
+                    let sep = if label.is_empty() { "" } else { "," };
+                    (format!("{label}{sep}{}={}", c.dscp.name(), cc.name()), p)
+                })
+            })
+            .collect();
+    }
+    out
 }
 
 /// Reads `path` with the overrides of the command line applied.
@@ -84,17 +113,47 @@ fn main() -> Result<()> {
     let dscps = s.dscps();
     let space = KnobSpace::per_class_default(&dscps);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
-    let mut configs: Vec<NetworkConfig> = (0..a.configs)
+    let mut numeric: Vec<NetworkConfig> = (0..a.configs)
         .map(|_| common::random_config(&dscps, &space, &mut rng))
         .collect();
-    configs.push(polyphony_model::default_config(&s));
+    numeric.push(polyphony_model::default_config(&s));
+    let combos = if a.categorical {
+        anyhow::ensure!(
+            !s.knob_space().categorical.is_empty(),
+            "--categorical: {} has no [[knobs.categorical]] block to sweep",
+            a.scenario[0]
+        );
+        combinations(&s.knob_space())
+    } else {
+        vec![(String::new(), Vec::new())]
+    };
+    // Per numeric configuration, one per combination (in `combos` order); the scenario's
+    // per-class buffers where it sets them.
+    let mut configs = Vec::with_capacity(numeric.len() * combos.len());
+    let mut combo_of = Vec::with_capacity(configs.capacity());
+    for c in &numeric {
+        for (k, (_, picks)) in combos.iter().enumerate() {
+            let mut c = c.clone();
+            for cl in &mut c.classes {
+                if let Some(init) = s.initial.as_ref().and_then(|i| i.class(cl.dscp)) {
+                    cl.buffer = init.buffer;
+                    cl.congestion_control = init.congestion_control.clone();
+                }
+                if let Some((_, cc)) = picks.iter().find(|(d, _)| *d == cl.dscp) {
+                    cl.congestion_control = Some(cc.clone());
+                }
+            }
+            configs.push(c);
+            combo_of.push(k);
+        }
+    }
     let inputs: Vec<_> = (0..a.seeds)
         .map(|k| scenario_input(&s, s.interval(), s.seed + k))
         .collect::<Result<_, _>>()?;
     let model = PktSim::default();
     // Per configuration (the default last), per sample, per class: the p99 slowdown.
-    let mut per_sample: Vec<Vec<Vec<f64>>> = Vec::with_capacity(configs.len());
-    for c in &configs {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_sample: Vec<Vec<Vec<f64>>> = common::par_map(&configs, threads, |c| {
         let mut samples = Vec::with_capacity(inputs.len());
         for input in &inputs {
             let out = model
@@ -108,10 +167,10 @@ fn main() -> Result<()> {
                     .collect::<Vec<f64>>(),
             );
         }
-        per_sample.push(samples);
-    }
+        Ok(samples)
+    })?;
     if let Some(path) = &a.csv {
-        let mut out = String::from("config,sample");
+        let mut out = String::from("config,choices,sample");
         for cl in &s.classes {
             out += &format!(",{0}_weight,{0}_k_bytes,{0}_initcwnd", cl.name);
         }
@@ -120,13 +179,15 @@ fn main() -> Result<()> {
         }
         out.push('\n');
         for (i, (c, samples)) in configs.iter().zip(&per_sample).enumerate() {
-            let name = if i == configs.len() - 1 {
+            let n = i / combos.len();
+            let name = if n == numeric.len() - 1 {
                 "default".to_string()
             } else {
-                i.to_string()
+                n.to_string()
             };
+            let choices = &combos[combo_of[i]].0;
             for (k, p) in samples.iter().enumerate() {
-                out += &format!("{name},{k}");
+                out += &format!("{name},\"{choices}\",{k}");
                 for cl in &c.classes {
                     out += &format!(",{:.4},{},{}", cl.weight, cl.ecn_threshold.0, cl.init_cwnd.0);
                 }
@@ -171,7 +232,7 @@ fn main() -> Result<()> {
     for (o, path) in all.iter().zip(&a.scenario) {
         // The mean over samples of max_i p99_i / v_i is not a function of the mean p99s, so
         // the SLO sets are judged per sample again, on the stored per-sample p99s.
-        let mut r: Vec<f64> = per_sample
+        let r: Vec<f64> = per_sample
             .iter()
             .map(|samples| {
                 samples
@@ -186,24 +247,43 @@ fn main() -> Result<()> {
                     / samples.len() as f64
             })
             .collect();
-        r.sort_by(f64::total_cmp);
-        let met = r.iter().filter(|x| **x <= 1.0).count();
-        println!(
-            "{path}: SLOs {:?} met on average by {met}/{} ({:.1} %); mean max r quantiles min {:.2} · 10 % {:.2} · 25 % {:.2} · 50 % {:.2}",
-            o.classes.iter().map(|c| c.slo.max_slowdown).collect::<Vec<_>>(),
-            r.len(),
-            100.0 * met as f64 / r.len() as f64,
-            r[0],
-            quantile(&r, 0.1),
-            quantile(&r, 0.25),
-            quantile(&r, 0.5)
-        );
+        for (k, (label, _)) in combos.iter().enumerate() {
+            let mut r: Vec<f64> = r
+                .iter()
+                .zip(&combo_of)
+                .filter(|(_, &c)| c == k)
+                .map(|(x, _)| *x)
+                .collect();
+            r.sort_by(f64::total_cmp);
+            let met = r.iter().filter(|x| **x <= 1.0).count();
+            let label = if label.is_empty() {
+                String::new()
+            } else {
+                format!(" [{label}]")
+            };
+            println!(
+                "{path}{label}: SLOs {:?} met on average by {met}/{} ({:.1} %); mean max r quantiles min {:.2} · 10 % {:.2} · 25 % {:.2} · 50 % {:.2}",
+                o.classes.iter().map(|c| c.slo.max_slowdown).collect::<Vec<_>>(),
+                r.len(),
+                100.0 * met as f64 / r.len() as f64,
+                r[0],
+                quantile(&r, 0.1),
+                quantile(&r, 0.25),
+                quantile(&r, 0.5)
+            );
+        }
     }
     for (w, p, c) in scored.iter().take(a.top) {
         let knobs: Vec<String> = c
             .classes
             .iter()
-            .map(|k| format!("w={:.2} K={} iw={}", k.weight, k.ecn_threshold.0, k.init_cwnd.0))
+            .map(|k| {
+                let cc = k
+                    .congestion_control
+                    .as_ref()
+                    .map_or(String::new(), |c| format!(" {}", c.name()));
+                format!("w={:.2} K={} iw={}{cc}", k.weight, k.ecn_threshold.0, k.init_cwnd.0)
+            })
             .collect();
         println!(
             "max r = {w:.2} · p99 = {:?} · {}",

@@ -442,4 +442,5 @@ impl Runner for FaultRunner {
     }
 }
 
+pub mod conn;
 pub mod sshd;
