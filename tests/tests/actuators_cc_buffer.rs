@@ -1,5 +1,5 @@
 //! Root test of a class's congestion control and a class's buffer changed in one apply of the
-//! tc+iproute composite (fixture `actuators_fixture`, prefix `ppa8`): the iproute actuator
+//! tc+iproute composite (fixture `actuators_fixture`, prefix `ppac`): the iproute actuator
 //! checks the senders' kernels (an algorithm missing from `tcp_available_congestion_control`
 //! or `tcp_allowed_congestion_control` is refused, naming the sysctl); a failure injected
 //! halfway through the apply (after the tc buffer change and the first sender's route) leaves
@@ -37,7 +37,7 @@ fn congestion_control_and_buffer_change_in_one_apply_and_roll_back_together() {
     if !root_or_skip() {
         return;
     }
-    let bed = Bed::up("ppa8", 2);
+    let bed = Bed::up("ppac", 2);
     let h0 = bed.ns("h0");
     let h1 = bed.ns("h1");
     let avail = must(&[
