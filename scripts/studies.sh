@@ -12,9 +12,8 @@
 #   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
-#   categorical      categorical-bulk-tight.toml (the 1500 us dumbbell, 50 intervals as convergence):
-#                    Polyphony on the mixed space, the numeric-only
-#                    controller, Bluefin on the mixed space; seeds 0-4 (TUNERS to change the set)
+#   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
+#                    seeds 0-4: Polyphony and Bluefin on the mixed space, numeric-only (TUNERS)
 # ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
 # convergence-10g, TIGHTNESS (space-separated) may be set in the environment.
 set -euo pipefail
@@ -70,7 +69,7 @@ categorical() {
         --out docs/results/categorical --quiet
 }
 
-[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,18p' "$0"; exit 2; }
 for study in "$@"; do
     case "$study" in
         convergence-10g) convergence_10g ;;

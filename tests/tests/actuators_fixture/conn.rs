@@ -110,8 +110,8 @@ pub fn runs(bed: &Bed, live: &Live) -> String {
 }
 
 /// Starts the receiver: routes it back to the senders through the switch, listens on
-/// 198.18.100.2:[`PORT`] and accepts `n` connections, each read until its sender closes or
-/// 10 s pass. Returns once it listens; join the handle after the last connection.
+/// 198.18.100.2:[`PORT`] and accepts `n` connections (for at most 60 s), each read until its
+/// sender closes or 10 s pass. Returns once it listens; join the handle after the last connection.
 pub fn receiver(bed: &Bed, n: usize) -> std::thread::JoinHandle<()> {
     let rx = bed.ns("rx");
     must(&["ip", "-n", &rx, "route", "add", "198.18.0.0/16", "via", "198.18.100.1"]);
@@ -120,8 +120,21 @@ pub fn receiver(bed: &Bed, n: usize) -> std::thread::JoinHandle<()> {
         polyphony_netns::enter(&rx).expect("enter the receiver's namespace");
         let l = TcpListener::bind((Ipv4Addr::new(198, 18, 100, 2), PORT)).expect("listen");
         bound_tx.send(()).expect("signal");
-        for _ in 0..n {
-            let Ok((mut s, _)) = l.accept() else { break };
+        // Bounded: n connections or 60 s, whichever comes first.
+        l.set_nonblocking(true).expect("nonblocking listener");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut accepted = 0;
+        while accepted < n && std::time::Instant::now() < deadline {
+            let mut s = match l.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                Err(_) => break,
+            };
+            accepted += 1;
+            s.set_nonblocking(false).expect("blocking socket");
             s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
             std::thread::spawn(move || {
                 let mut buf = [0u8; 64];
