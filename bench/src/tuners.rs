@@ -221,7 +221,8 @@ mod tests {
             "{e}"
         );
         assert!(is_known(NEAR_OPTIMAL) && !ALL.contains(&NEAR_OPTIMAL) && !is_known("magic"));
-        assert!(known_names().ends_with("fixed, near-optimal"));
+        assert!(known_names().ends_with("fixed, numeric-only, near-optimal"));
+        assert!(is_known(NUMERIC_ONLY) && !ALL.contains(&NUMERIC_ONLY) && uses_model(NUMERIC_ONLY));
         assert!(holds_its_configuration(NEAR_OPTIMAL) && holds_its_configuration("fixed"));
         assert!(!holds_its_configuration("polyphony"));
     }
