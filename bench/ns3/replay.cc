@@ -2,13 +2,14 @@
 // ns-3.37 and writes every finished flow's completion time, so pktsim can be checked against an
 // independent packet-level simulator on identical arrivals.
 //
-// Usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking] [--qdisc]
+// Usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking] [--qdisc] [--no-tsq]
 //   OUT.csv gets `id,fct_ns` per finished flow; a summary goes to stderr. --nic-marking also
 //   marks at hosts' NIC queues (pktsim does not; see docs/results/pktsim-vs-ns3/summary.md).
+//   --no-tsq runs ns-3's own sockets, which queue any window at the NIC (see TsqTcpSocket).
 //   --qdisc runs the scheduler as a queue disc in front of a one-packet device queue instead
-//   (ns-3's usual arrangement; see ClassDrrQueueDisc). POLYPHONY_NS3_DEBUG_FLOW=<id> prints one
-//   flow's sender events, and the per-class queue bytes at every port its packets enter, to
-//   stderr.
+//   (ns-3's usual arrangement; see ClassDrrQueueDisc; without TSQ, which the device queue
+//   counts). POLYPHONY_NS3_DEBUG_FLOW=<id> prints one flow's sender events, and the per-class
+//   queue bytes at every port its packets enter, to stderr.
 //
 // What it builds (mirroring pktsim, crates/polyphony-model/src/pktsim/mod.rs):
 // * The trace's dumbbell or two-tier leaf-spine, point-to-point links with the trace's rates and
@@ -28,6 +29,11 @@
 //   classic (NewReno) recovery, no limited transmit, an ACK per segment, RTO = srtt +
 //   max(4 rttvar, 200 ms) as Linux, SYN timeout 1 s, the class's initial window per connection,
 //   large socket buffers. Senders' retransmission timeouts and fast recoveries are counted.
+// * TCP small queues as Linux and pktsim (TsqTcpSocket): a sender keeps at most 1 ms of its
+//   NIC's line rate (at least two full packets) of data queued at its NIC, and its window grows
+//   only while the window is what limits it (Linux's tcp_is_cwnd_limited). ns-3.37 has neither:
+//   a flow alone at its NIC's bottleneck, never marked there, grew its window into MBs of NIC
+//   queue, and every later flow of its class from that host waited behind them.
 // * A flow: at its start the receiver opens a listener of its own (closed after accept) and the
 //   sender connects, writes the flow's bytes, and waits for the receiver's one-byte
 //   application ack of the last byte; FCT = that ack's arrival - start (polyphony's IdealFct
@@ -70,6 +76,10 @@ const uint16_t kFirstPort = 1024;
 std::vector<uint8_t> g_portClass;
 // Listener port of the flow named by POLYPHONY_NS3_DEBUG_FLOW (0: none).
 uint16_t g_debugPort = 0;
+
+// TCP small queues: a data segment of the flow listening on dstPort, sent from srcPort, entered
+// (delta > 0) or left (delta < 0) its sender's NIC queue (defined after TsqTcpSocket).
+void TsqNic(uint16_t srcPort, uint16_t dstPort, int64_t delta);
 
 struct ClassCfg
 {
@@ -420,9 +430,11 @@ class ClassDrrDeviceQueue : public Queue<Packet>
 
     DrrPort port;
 
-    void Configure(const std::vector<ClassCfg>& classes, uint64_t limit, bool mark)
+    // hostNic: the queue of a host's NIC, where TCP small queues count a sender's data.
+    void Configure(const std::vector<ClassCfg>& classes, uint64_t limit, bool mark, bool hostNic)
     {
         port.Configure(classes, limit, mark);
+        m_hostNic = hostNic;
         m_fifo.assign(classes.size(), {});
         // The byte limits are DrrPort's; the base queue never refuses.
         SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, 100000000));
@@ -430,13 +442,9 @@ class ClassDrrDeviceQueue : public Queue<Packet>
 
     bool Enqueue(Ptr<Packet> p) override
     {
-        Ptr<Packet> q = p->Copy();
-        PppHeader ppp;
         Ipv4Header ip;
         TcpHeader th;
-        q->RemoveHeader(ppp);
-        q->RemoveHeader(ip);
-        size_t c = q->PeekHeader(th) != 0 ? ClassOfPorts(th) : 0;
+        size_t c = Parse(p, ip, th) ? ClassOfPorts(th) : 0;
         uint64_t b = Wire(p);
         if (!port.Fits(c, b))
         {
@@ -448,6 +456,7 @@ class ClassDrrDeviceQueue : public Queue<Packet>
             (ip.GetEcn() == Ipv4Header::ECN_ECT0 || ip.GetEcn() == Ipv4Header::ECN_ECT1))
         {
             // Rewrite the packet's IP header with CE.
+            PppHeader ppp;
             p->RemoveHeader(ppp);
             p->RemoveHeader(ip);
             ip.SetEcn(Ipv4Header::ECN_CE);
@@ -462,6 +471,10 @@ class ClassDrrDeviceQueue : public Queue<Packet>
         }
         m_fifo[c].push_back(it);
         port.Added(c, b, th.GetDestinationPort());
+        if (m_hostNic && ip.GetPayloadSize() > th.GetSerializedSize())
+        {
+            TsqNic(th.GetSourcePort(), th.GetDestinationPort(), static_cast<int64_t>(b));
+        }
         return true;
     }
 
@@ -476,6 +489,14 @@ class ClassDrrDeviceQueue : public Queue<Packet>
         m_fifo[c].pop_front();
         Ptr<Packet> p = DoDequeue(it);
         port.Removed(c, Wire(p), m_fifo[c].empty());
+        Ipv4Header ip;
+        TcpHeader th;
+        if (m_hostNic && Parse(p, ip, th) && ip.GetPayloadSize() > th.GetSerializedSize())
+        {
+            // A data segment leaves for the wire: its sender may queue another (as pktsim, at
+            // the start of transmission).
+            TsqNic(th.GetSourcePort(), th.GetDestinationPort(), -static_cast<int64_t>(Wire(p)));
+        }
         return p;
     }
 
@@ -495,6 +516,16 @@ class ClassDrrDeviceQueue : public Queue<Packet>
     }
 
   private:
+    // The IP and TCP headers of a frame on this device; false when it carries no TCP header.
+    static bool Parse(Ptr<const Packet> p, Ipv4Header& ip, TcpHeader& th)
+    {
+        Ptr<Packet> q = p->Copy();
+        PppHeader ppp;
+        q->RemoveHeader(ppp);
+        q->RemoveHeader(ip);
+        return q->PeekHeader(th) != 0;
+    }
+
     // pktsim's wire size: the IP packet plus a 14-byte Ethernet header (here: minus PPP's 2).
     static uint64_t Wire(Ptr<const Packet> p)
     {
@@ -502,6 +533,7 @@ class ClassDrrDeviceQueue : public Queue<Packet>
     }
 
     std::vector<std::deque<ConstIterator>> m_fifo;
+    bool m_hostNic = false;
 };
 
 NS_OBJECT_ENSURE_REGISTERED(ClassDrrDeviceQueue);
@@ -647,10 +679,31 @@ class TcpDctcpFloor : public TcpDctcp
         TcpDctcp::CwndEvent(tcb, event);
     }
 
+    // Congestion-window validation (RFC 7661; Linux's tcp_is_cwnd_limited, as pktsim): the
+    // window grows only while it limits the sender. inFlightBeforeAck is the data outstanding
+    // when the ACK arrived, set by TsqTcpSocket (-1: not known, grow as ns-3 does).
+    void IncreaseWindow(Ptr<TcpSocketState> tcb, uint32_t segmentsAcked) override
+    {
+        if (inFlightBeforeAck >= 0)
+        {
+            uint64_t cwnd = tcb->m_cWnd.Get();
+            uint64_t inFlight = static_cast<uint64_t>(inFlightBeforeAck);
+            bool limited = cwnd < tcb->m_ssThresh.Get() ? cwnd < 2 * inFlight
+                                                        : inFlight + tcb->m_segmentSize >= cwnd;
+            if (!limited)
+            {
+                return;
+            }
+        }
+        TcpDctcp::IncreaseWindow(tcb, segmentsAcked);
+    }
+
     Ptr<TcpCongestionOps> Fork() override
     {
         return CopyObject<TcpDctcpFloor>(this);
     }
+
+    int64_t inFlightBeforeAck = -1;
 
   private:
     static uint32_t Halved(Ptr<const TcpSocketState> tcb)
@@ -660,6 +713,89 @@ class TcpDctcpFloor : public TcpDctcp
 };
 
 NS_OBJECT_ENSURE_REGISTERED(TcpDctcpFloor);
+
+// A sender socket with Linux's TCP small queues: it sends new data only while less than `limit`
+// bytes of its data wait in its NIC's queue (counted by ClassDrrDeviceQueue through TsqNic, the
+// wire sizes pktsim counts), and sends again when one of them starts on the wire. It also tells
+// its TcpDctcpFloor how much was in flight when each ACK arrived (congestion-window validation).
+// Retransmissions are not held back (neither in pktsim).
+class TsqTcpSocket : public TcpSocketBase
+{
+  public:
+    uint64_t limit = UINT64_MAX;
+    int64_t nicBytes = 0;
+    mutable bool blocked = false;
+    Ptr<TcpDctcpFloor> cc;
+
+    // Whether this socket sends from srcPort.
+    bool Owns(uint16_t srcPort) const
+    {
+        return m_endPoint != nullptr && m_endPoint->GetLocalPort() == srcPort;
+    }
+
+    // Sends what the window and the NIC allow (after the NIC took one of its segments).
+    void Kick()
+    {
+        if (m_state == TcpSocket::ESTABLISHED || m_state == TcpSocket::CLOSE_WAIT)
+        {
+            SendPendingData(m_connected);
+        }
+    }
+
+  protected:
+    uint32_t AvailableWindow() const override
+    {
+        if (nicBytes >= static_cast<int64_t>(limit))
+        {
+            blocked = true;
+            return 0;
+        }
+        return TcpSocketBase::AvailableWindow();
+    }
+
+    void ReceivedAck(Ptr<Packet> packet, const TcpHeader& tcpHeader) override
+    {
+        if (cc)
+        {
+            cc->inFlightBeforeAck = UnAckDataCount();
+        }
+        TcpSocketBase::ReceivedAck(packet, tcpHeader);
+    }
+};
+
+} // namespace ns3
+
+namespace
+{
+
+// The TSQ sender of the flow listening on port kFirstPort + i (null: none, --no-tsq).
+std::vector<TsqTcpSocket*> g_tsq;
+
+void
+TsqNic(uint16_t srcPort, uint16_t dstPort, int64_t delta)
+{
+    if (dstPort < kFirstPort || static_cast<size_t>(dstPort - kFirstPort) >= g_tsq.size())
+    {
+        return;
+    }
+    TsqTcpSocket* s = g_tsq[dstPort - kFirstPort];
+    if (s == nullptr || !s->Owns(srcPort))
+    {
+        return;
+    }
+    s->nicBytes += delta;
+    if (delta < 0 && s->blocked && s->nicBytes < static_cast<int64_t>(s->limit))
+    {
+        s->blocked = false;
+        // Not from inside the device's dequeue: the device is between two transmissions.
+        Simulator::ScheduleNow(&TsqTcpSocket::Kick, Ptr<TsqTcpSocket>(s));
+    }
+}
+
+} // namespace
+
+namespace ns3
+{
 
 } // namespace ns3
 
@@ -775,11 +911,13 @@ main(int argc, char** argv)
 {
     if (argc < 3)
     {
-        std::cerr << "usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking] [--qdisc]" << std::endl;
+        std::cerr << "usage: polyphony-ns3-replay TRACE OUT.csv [--nic-marking] [--qdisc] [--no-tsq]"
+                  << std::endl;
         return 2;
     }
     bool nicMarking = false;
     bool qdisc = false;
+    bool tsq = true;
     for (int i = 3; i < argc; i++)
     {
         std::string a = argv[i];
@@ -791,9 +929,13 @@ main(int argc, char** argv)
         {
             qdisc = true;
         }
+        else if (a == "--no-tsq")
+        {
+            tsq = false;
+        }
         else
         {
-            Fail(a, "unknown option: use --nic-marking or --qdisc");
+            Fail(a, "unknown option: use --nic-marking, --qdisc or --no-tsq");
         }
     }
     auto wall0 = std::chrono::steady_clock::now();
@@ -922,7 +1064,7 @@ main(int argc, char** argv)
             {
                 Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(side));
                 Ptr<ClassDrrDeviceQueue> q = DynamicCast<ClassDrrDeviceQueue>(dev->GetQueue());
-                q->Configure(t.classes, sw ? t.portBuffer : UINT64_MAX, sw || nicMarking);
+                q->Configure(t.classes, sw ? t.portBuffer : UINT64_MAX, sw || nicMarking, !sw);
                 port = &q->port;
             }
             if (sw)
@@ -985,6 +1127,12 @@ main(int argc, char** argv)
 
     // Flows.
     g_flows.resize(t.flows.size());
+    g_tsq.assign(t.flows.size(), nullptr);
+    // pktsim's TSQ limit: 1 ms of the host's line rate, at least two full packets (wire bytes).
+    const uint64_t tsqLimit =
+        std::max<uint64_t>(static_cast<uint64_t>(std::llround(t.hostMbps * 1e6)) / 8 / 1000, 2 * (kMss + 66));
+    // The device queue counts the NIC's bytes; under --qdisc it holds one packet.
+    tsq = tsq && !qdisc;
     for (size_t i = 0; i < t.flows.size(); i++)
     {
         const FlowRec* r = &t.flows[i];
@@ -1022,7 +1170,26 @@ main(int argc, char** argv)
             st->listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
                                             MakeBoundCallback(&ReceiverAccept, st));
             Ptr<Node> sn = hostNodes.Get(r->src);
-            st->sender = Socket::CreateSocket(sn, TcpSocketFactory::GetTypeId());
+            if (tsq)
+            {
+                // What TcpL4Protocol::CreateSocket does, with the TSQ socket.
+                Ptr<TcpL4Protocol> l4 = sn->GetObject<TcpL4Protocol>();
+                Ptr<TsqTcpSocket> s = CreateObject<TsqTcpSocket>();
+                s->SetNode(sn);
+                s->SetTcp(l4);
+                s->SetRtt(CreateObject<RttMeanDeviation>());
+                s->cc = CreateObject<TcpDctcpFloor>();
+                s->SetCongestionControlAlgorithm(s->cc);
+                s->SetRecoveryAlgorithm(CreateObject<TcpClassicRecovery>());
+                l4->AddSocket(s);
+                s->limit = tsqLimit;
+                g_tsq[i] = PeekPointer(s);
+                st->sender = s;
+            }
+            else
+            {
+                st->sender = Socket::CreateSocket(sn, TcpSocketFactory::GetTypeId());
+            }
             st->sender->SetAttribute("InitialCwnd", UintegerValue(initcwnd));
             st->sender->SetIpTos(tos);
             st->sender->Bind(InetSocketAddress(addr(r->src, alias), 0));

@@ -5,7 +5,7 @@
 
 use polyphony_model::{
     output_from_fcts, three_class_scenario, trace_input, Corrected, FlowSim, ModelInput, ModelOutput, NetworkModel,
-    PktSim, PktSimOptions,
+    PktSim,
 };
 use polyphony_spec::{
     percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, TopologySpec,
@@ -123,6 +123,10 @@ pub struct ClassNumbers {
     /// Whether the flow at the p99 rank took at least [`MIN_RTO`] longer than its ideal FCT (a
     /// retransmission timeout in the tail; only known for per-flow outputs).
     pub rto_at_p99: bool,
+    /// The distribution-free 95 % confidence interval of the p99 from this simulator's own flows
+    /// ([`p99_interval_ranks`]; the upper end infinite when no order statistic bounds it; NaN
+    /// when per-flow outcomes are not known).
+    pub p99_interval: (f64, f64),
 }
 
 /// Columns of [`CaseResult::classes`].
@@ -133,12 +137,10 @@ pub mod col {
     pub const PKTSIM: usize = 1;
     /// flowsim without the correction.
     pub const FLOWSIM: usize = 2;
-    /// pktsim without TCP small queues.
-    pub const NO_TSQ: usize = 3;
     /// flowsim-corrected (the controller's default model).
-    pub const CORRECTED: usize = 4;
+    pub const CORRECTED: usize = 3;
     /// How many.
-    pub const N: usize = 5;
+    pub const N: usize = 4;
 }
 
 /// Linux's and both simulators' minimum retransmission timeout.
@@ -147,6 +149,13 @@ pub const MIN_RTO: Nanos = Nanos(200_000_000);
 /// Arrival jitter draws pktsim is rerun with to measure its own sensitivity ([`jittered`]).
 pub const JITTER_DRAWS: u64 = 4;
 
+/// Of those draws, how many ns-3 is rerun with too, in a case where some row's p99 is more
+/// than [`FAR`] from pktsim's (ns-3 costs about a hundred times pktsim's time).
+pub const NS3_JITTER_DRAWS: u64 = 2;
+
+/// The relative p99 error beyond which a row needs an explanation.
+pub const FAR: f64 = 0.3;
+
 /// Everything one case produced.
 #[derive(Debug, Clone)]
 pub struct CaseResult {
@@ -154,12 +163,17 @@ pub struct CaseResult {
     pub case: String,
     /// Flows in the trace.
     pub flows: usize,
-    /// Per class (in [`CLASSES`] order), by [`col`]: ns-3, pktsim, flowsim, pktsim without TCP
-    /// small queues (as ns-3, which has none), flowsim-corrected.
+    /// Per class (in [`CLASSES`] order), by [`col`]: ns-3, pktsim, flowsim, flowsim-corrected.
     pub classes: Vec<[ClassNumbers; col::N]>,
     /// Per class: the smallest and largest p99 of pktsim over the trace and its
     /// [`JITTER_DRAWS`] arrival-jittered copies.
     pub pktsim_jitter_p99: Vec<(f64, f64)>,
+    /// Per class: the smallest and largest p99 of ns-3 over the trace and the first
+    /// [`NS3_JITTER_DRAWS`] jittered copies, when some row of the case was beyond [`FAR`];
+    /// otherwise its one p99.
+    pub ns3_jitter_p99: Vec<(f64, f64)>,
+    /// Whether ns-3 was rerun on jittered copies.
+    pub ns3_jittered: bool,
     /// Flows ns-3 retransmitted on a timeout, from its summary line (`None`: not reported).
     pub ns3_timeouts: Option<u64>,
     /// Wall seconds of the ns-3 process (parse, build, run, write).
@@ -189,6 +203,10 @@ fn numbers(out: &ModelOutput) -> Vec<ClassNumbers> {
                 p50: s.p50,
                 p99: s.p99,
                 rto_at_p99: out.flows.as_ref().is_some_and(|fl| rto_at_p99(fl, d)),
+                p99_interval: out
+                    .flows
+                    .as_ref()
+                    .map_or((f64::NAN, f64::NAN), |fl| p99_interval(fl, d)),
             })
         })
         .collect()
@@ -204,6 +222,62 @@ fn rto_at_p99(flows: &[polyphony_spec::FlowOutcome], d: Dscp) -> bool {
     v.sort_by(|a, b| a.slowdown().total_cmp(&b.slowdown()));
     let k = ((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
     v[k].fct.0.saturating_sub(v[k].ideal.0) >= MIN_RTO.0
+}
+
+/// The ranks (1-based, ascending) of the order statistics that bound a distribution-free
+/// confidence interval of at least 95 % for the 0.99-quantile of `n` values: `l` is the largest
+/// rank with P(B ≥ l) ≥ 0.975 and `u` the smallest with P(B ≤ u − 1) ≥ 0.975, for
+/// B ~ Binomial(n, 0.99) the count of values below the quantile (Le Boudec, *Performance
+/// Evaluation of Computer and Communication Systems*, Thm. 2.1). `u` is `None` (no upper bound)
+/// while even the largest value is not one: below 368 values. `None` for `n` = 0.
+pub fn p99_interval_ranks(n: u64) -> Option<(u64, Option<u64>)> {
+    if n == 0 {
+        return None;
+    }
+    // pmf of Binomial(n, 0.99) by logs (n is at most a few thousand).
+    let ln_fact: Vec<f64> = std::iter::once(0.0)
+        .chain((1..=n).scan(0.0, |acc, k| {
+            *acc += (k as f64).ln();
+            Some(*acc)
+        }))
+        .collect();
+    let (lp, lq) = (0.99f64.ln(), 0.01f64.ln());
+    let pmf = |k: u64| {
+        (ln_fact[n as usize] - ln_fact[k as usize] - ln_fact[(n - k) as usize] + k as f64 * lp + (n - k) as f64 * lq)
+            .exp()
+    };
+    // P(B ≥ l) grows as l falls: the largest l with P(B ≥ l) ≥ 0.975 (rank 1 at worst).
+    let mut upper_tail = 0.0;
+    let mut l = 1;
+    for k in (1..=n).rev() {
+        upper_tail += pmf(k);
+        if upper_tail >= 0.975 {
+            l = k;
+            break;
+        }
+    }
+    // P(B ≤ u − 1) ≥ 0.975 with u ≤ n.
+    let mut cdf = 0.0;
+    let mut u = None;
+    for k in 0..n {
+        cdf += pmf(k);
+        if cdf >= 0.975 {
+            u = Some(k + 1);
+            break;
+        }
+    }
+    Some((l, u))
+}
+
+/// The slowdowns at the ranks of [`p99_interval_ranks`] among class `d`'s flows (the upper end
+/// infinite when unbounded; NaN without flows).
+fn p99_interval(flows: &[polyphony_spec::FlowOutcome], d: Dscp) -> (f64, f64) {
+    let mut v: Vec<f64> = flows.iter().filter(|f| f.dscp == d).map(|f| f.slowdown()).collect();
+    v.sort_by(f64::total_cmp);
+    match p99_interval_ranks(v.len() as u64) {
+        None => (f64::NAN, f64::NAN),
+        Some((l, u)) => (v[l as usize - 1], u.map_or(f64::INFINITY, |u| v[u as usize - 1])),
+    }
 }
 
 /// `trace` with every start moved later by a uniform draw below one packet time (1514 bytes) at
@@ -251,8 +325,76 @@ pub fn run_case(
     timeout_s: u64,
     pktsim: &PktSim,
 ) -> anyhow::Result<CaseResult> {
-    let tpath: PathBuf = work.join(format!("{}.trace", case.name));
-    let fpath: PathBuf = work.join(format!("{}.ns3-fct.csv", case.name));
+    let (ns3_out, ns3_wall_s, log) = run_ns3(trace, ns3, &work.join(&case.name), timeout_s)?;
+    let mut input = trace_input(trace)?;
+    input.keep_flows = true;
+
+    let t1 = Instant::now();
+    let pkt = pktsim.run(&input, &trace.config)?;
+    let pktsim_wall_s = t1.elapsed().as_secs_f64();
+    let one = |m: &dyn NetworkModel| -> anyhow::Result<ModelOutput> {
+        Ok(m.evaluate(&input, std::slice::from_ref(&trace.config))
+            .pop()
+            .ok_or_else(|| anyhow::anyhow!("{} returned nothing", m.name()))??)
+    };
+    let fs = one(&FlowSim::default())?;
+    let fc = one(&Corrected::shipped()?)?;
+    let (n, p, f) = (numbers(&ns3_out), numbers(&pkt.output), numbers(&fs));
+    let c = numbers(&fc);
+    let widen = |ranges: &mut Vec<(f64, f64)>, out: &ModelOutput| {
+        for (range, x) in ranges.iter_mut().zip(numbers(out)) {
+            *range = (range.0.min(x.p99), range.1.max(x.p99));
+        }
+    };
+    let mut jitter: Vec<(f64, f64)> = p.iter().map(|x| (x.p99, x.p99)).collect();
+    for draw in 0..JITTER_DRAWS {
+        let jt = jittered(trace, draw)?;
+        let out = pktsim.run(&trace_input(&jt)?, &jt.config)?.output;
+        widen(&mut jitter, &out);
+    }
+    // ns-3's own sensitivity, where a row needs explaining.
+    let mut ns3_jitter: Vec<(f64, f64)> = n.iter().map(|x| (x.p99, x.p99)).collect();
+    let ns3_jittered = n
+        .iter()
+        .zip(&p)
+        .any(|(a, b)| a.flows > 0 && rel_err(b.p99, a.p99) > FAR);
+    if ns3_jittered {
+        for draw in 0..NS3_JITTER_DRAWS {
+            let jt = jittered(trace, draw)?;
+            let stem = work.join(format!("{}.jitter-{draw}", case.name));
+            let (out, _, _) = run_ns3(&jt, ns3, &stem, timeout_s)?;
+            widen(&mut ns3_jitter, &out);
+        }
+    }
+    std::fs::write(
+        work.join(format!("{}.flows.csv", case.name)),
+        per_flow_csv(&ns3_out, &pkt.output),
+    )?;
+    Ok(CaseResult {
+        case: case.name.clone(),
+        flows: input.workload.flows.len(),
+        classes: (0..CLASSES.len()).map(|i| [n[i], p[i], f[i], c[i]]).collect(),
+        pktsim_jitter_p99: jitter,
+        ns3_jitter_p99: ns3_jitter,
+        ns3_jittered,
+        ns3_timeouts: log_count(&log, "rtos"),
+        ns3_wall_s,
+        pktsim_wall_s,
+        ns3_unfinished: ns3_out.stats.unfinished,
+        pktsim_unfinished: pkt.output.stats.unfinished,
+        pktsim_drops: pkt.output.stats.dropped,
+        pktsim_timeouts: pkt.output.stats.timeouts,
+        pktsim_fast_retransmits: pkt.output.stats.fast_retransmits,
+        ns3_log: log,
+    })
+}
+
+/// Replays `trace` with the ns-3 program (bounded by `timeout_s`), writing `<stem>.trace` and
+/// `<stem>.ns3-fct.csv`: ns-3's output (per-flow outcomes kept), its wall seconds and its
+/// summary line.
+fn run_ns3(trace: &FlowTrace, ns3: &Path, stem: &Path, timeout_s: u64) -> anyhow::Result<(ModelOutput, f64, String)> {
+    let tpath = PathBuf::from(format!("{}.trace", stem.display()));
+    let fpath = PathBuf::from(format!("{}.ns3-fct.csv", stem.display()));
     std::fs::write(&tpath, trace.to_text())?;
     let mut input = trace_input(trace)?;
     input.keep_flows = true;
@@ -264,61 +406,20 @@ pub fn run_case(
         .arg(&fpath)
         .output()
         .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", ns3.display()))?;
-    let ns3_wall_s = t0.elapsed().as_secs_f64();
+    let wall_s = t0.elapsed().as_secs_f64();
     let log = String::from_utf8_lossy(&out.stderr).trim().to_string();
     if !out.status.success() {
-        anyhow::bail!("{}: ns-3 failed ({}): {log}", case.name, out.status);
+        anyhow::bail!("{}: ns-3 failed ({}): {log}", tpath.display(), out.status);
     }
     let text = std::fs::read_to_string(&fpath)?;
     let fcts = read_fcts(&text, &input, &fpath.display().to_string())?;
     // ns-3 runs until 30 s after the last start, as pktsim's drain limit.
     let last = input.workload.flows.last().map_or(0, |f| f.start.0);
-    let ns3_out = output_from_fcts(&input, &fcts, Nanos(last + 30 * Nanos::SECOND.0));
-
-    let t1 = Instant::now();
-    let pkt = pktsim.run(&input, &trace.config)?;
-    let pktsim_wall_s = t1.elapsed().as_secs_f64();
-    let no_tsq = PktSim::new(PktSimOptions {
-        tsq_window: Nanos::SECOND,
-        ..pktsim.options
-    })
-    .run(&input, &trace.config)?;
-    let one = |m: &dyn NetworkModel| -> anyhow::Result<ModelOutput> {
-        Ok(m.evaluate(&input, std::slice::from_ref(&trace.config))
-            .pop()
-            .ok_or_else(|| anyhow::anyhow!("{} returned nothing", m.name()))??)
-    };
-    let fs = one(&FlowSim::default())?;
-    let fc = one(&Corrected::shipped()?)?;
-    let (n, p, f) = (numbers(&ns3_out), numbers(&pkt.output), numbers(&fs));
-    let (q, c) = (numbers(&no_tsq.output), numbers(&fc));
-    let mut jitter: Vec<(f64, f64)> = p.iter().map(|x| (x.p99, x.p99)).collect();
-    for draw in 0..JITTER_DRAWS {
-        let jt = jittered(trace, draw)?;
-        let out = pktsim.run(&trace_input(&jt)?, &jt.config)?.output;
-        for (range, x) in jitter.iter_mut().zip(numbers(&out)) {
-            *range = (range.0.min(x.p99), range.1.max(x.p99));
-        }
-    }
-    std::fs::write(
-        work.join(format!("{}.flows.csv", case.name)),
-        per_flow_csv(&ns3_out, &pkt.output),
-    )?;
-    Ok(CaseResult {
-        case: case.name.clone(),
-        flows: input.workload.flows.len(),
-        classes: (0..CLASSES.len()).map(|i| [n[i], p[i], f[i], q[i], c[i]]).collect(),
-        pktsim_jitter_p99: jitter,
-        ns3_timeouts: log_count(&log, "rtos"),
-        ns3_wall_s,
-        pktsim_wall_s,
-        ns3_unfinished: ns3_out.stats.unfinished,
-        pktsim_unfinished: pkt.output.stats.unfinished,
-        pktsim_drops: pkt.output.stats.dropped,
-        pktsim_timeouts: pkt.output.stats.timeouts,
-        pktsim_fast_retransmits: pkt.output.stats.fast_retransmits,
-        ns3_log: log,
-    })
+    Ok((
+        output_from_fcts(&input, &fcts, Nanos(last + 30 * Nanos::SECOND.0)),
+        wall_s,
+        log,
+    ))
 }
 
 /// `id,dscp,size,ns3_slowdown,pktsim_slowdown` for every measured flow (for finding out where
@@ -344,25 +445,28 @@ fn per_flow_csv(ns3: &ModelOutput, pkt: &ModelOutput) -> String {
 /// What the run itself shows about a row where pktsim and ns-3 disagree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Explanation {
-    /// ns-3's p99 lies within pktsim's own p99 range over arrival-jittered copies of the trace
-    /// ([`jittered`]): the tail is set by which flows happen to collide, and a shift of less
-    /// than a packet time moves pktsim as far as ns-3 is from it.
+    /// The two simulators' p99 ranges over the trace and arrival-jittered copies of it
+    /// ([`jittered`]) overlap: the tail is set by which flows happen to collide, and a shift of
+    /// less than a packet time moves one simulator as far as the other is from it.
     Chance,
-    /// pktsim without TCP small queues (ns-3's host model) is within 30 % of ns-3.
-    HostQueues,
     /// In ns-3 or in pktsim, the flow at the p99 rank took at least [`MIN_RTO`] beyond its ideal
     /// FCT and that simulator had at least as many retransmission timeouts in the case as the
     /// class has flows at or above its p99 rank: the p99 counts rare events.
     RtoTail,
+    /// The p99 of the row's flows is not resolved: each simulator's p99 lies inside the other's
+    /// 95 % confidence interval of the p99 from its own flows ([`p99_interval_ranks`]). With
+    /// fewer than a few hundred flows a class's p99 is the fate of its slowest one or two flows,
+    /// and the interval spans several flows' slowdowns.
+    Unresolved,
 }
 
 impl Explanation {
     /// A short name for tables.
     pub fn label(self) -> &'static str {
         match self {
-            Explanation::Chance => "chance (within pktsim's jitter range)",
-            Explanation::HostQueues => "host NIC queues (TSQ)",
+            Explanation::Chance => "chance (the jitter ranges overlap)",
             Explanation::RtoTail => "RTO in the tail",
+            Explanation::Unresolved => "p99 not resolved by the flows (95 % interval)",
         }
     }
 }
@@ -376,22 +480,24 @@ pub fn at_or_above_p99(n: u64) -> u64 {
     n - ((0.99 * n as f64).ceil() as u64).clamp(1, n) + 1
 }
 
-/// Which [`Explanation`]s hold for one row: `c` its numbers by [`col`], `jitter` pktsim's p99
-/// range over jittered copies, `timeouts` the retransmission timeouts of the case in ns-3 and in
-/// pktsim. Empty: unexplained.
-pub fn explain(c: &[ClassNumbers; col::N], jitter: (f64, f64), timeouts: (u64, u64)) -> Vec<Explanation> {
+/// Which [`Explanation`]s hold for one row: `c` its numbers by [`col`], `jitter` the p99 ranges
+/// of ns-3 and of pktsim over the trace and jittered copies, `timeouts` the retransmission
+/// timeouts of the case in ns-3 and in pktsim. Empty: unexplained.
+pub fn explain(c: &[ClassNumbers; col::N], jitter: [(f64, f64); 2], timeouts: (u64, u64)) -> Vec<Explanation> {
     let ns3 = c[col::NS3].p99;
     let mut e = Vec::new();
-    if jitter.0 <= ns3 && ns3 <= jitter.1 {
+    let [a, b] = jitter;
+    if a.0.max(b.0) <= a.1.min(b.1) {
         e.push(Explanation::Chance);
-    }
-    if rel_err(c[col::NO_TSQ].p99, ns3) <= 0.3 {
-        e.push(Explanation::HostQueues);
     }
     // Enough timeouts must exist to reach the p99 rank.
     let rto = |k: usize, t: u64| c[k].rto_at_p99 && c[k].flows > 0 && t >= at_or_above_p99(c[k].flows);
     if rto(col::NS3, timeouts.0) || rto(col::PKTSIM, timeouts.1) {
         e.push(Explanation::RtoTail);
+    }
+    let inside = |x: f64, (lo, hi): (f64, f64)| lo <= x && x <= hi;
+    if inside(c[col::PKTSIM].p99, c[col::NS3].p99_interval) && inside(ns3, c[col::PKTSIM].p99_interval) {
+        e.push(Explanation::Unresolved);
     }
     e
 }
@@ -461,40 +567,71 @@ mod tests {
 
     #[test]
     fn rows_are_explained_only_by_what_the_run_shows() {
-        let row = |ns3: f64, pkt: f64, no_tsq: f64, rto: (bool, bool)| {
+        let row = |ns3: f64, pkt: f64, rto: (bool, bool)| {
             let mut c = [ClassNumbers::default(); col::N];
             c[col::NS3] = ClassNumbers {
                 flows: 500,
                 p50: 1.0,
                 p99: ns3,
                 rto_at_p99: rto.0,
+                p99_interval: (0.9 * ns3, 1.1 * ns3),
             };
             c[col::PKTSIM] = ClassNumbers {
                 p99: pkt,
                 rto_at_p99: rto.1,
+                p99_interval: (0.9 * pkt, 1.1 * pkt),
                 ..c[col::NS3]
             };
-            c[col::NO_TSQ].p99 = no_tsq;
             c
         };
-        // Far apart, pktsim steady under jitter, TSQ no help, no RTO: unexplained.
-        assert!(explain(&row(10.0, 20.0, 20.0, (false, false)), (19.0, 21.0), (0, 0)).is_empty());
-        // ns-3 inside pktsim's jitter range.
+        // Far apart, pktsim steady under jitter, no RTO: unexplained.
+        let r = row(10.0, 20.0, (false, false));
+        assert!(explain(&r, [(10.0, 10.0), (19.0, 21.0)], (0, 0)).is_empty());
+        assert!(explain(&r, [(9.0, 18.9), (19.0, 21.0)], (0, 0)).is_empty());
+        // ns-3 inside pktsim's jitter range, or the two ranges overlapping.
         assert_eq!(
-            explain(&row(10.0, 20.0, 20.0, (false, false)), (9.0, 21.0), (0, 0)),
+            explain(&r, [(10.0, 10.0), (9.0, 21.0)], (0, 0)),
             vec![Explanation::Chance]
         );
-        // Without TSQ pktsim agrees.
         assert_eq!(
-            explain(&row(10.0, 5.0, 11.0, (false, false)), (5.0, 5.0), (0, 0)),
-            vec![Explanation::HostQueues]
+            explain(&r, [(10.0, 19.5), (19.0, 21.0)], (0, 0)),
+            vec![Explanation::Chance]
         );
         // An RTO at the p99 rank counts only if that simulator had enough timeouts to reach the
         // rank: of 500 flows, ranks 495..=500 are at or above it.
-        let far = row(10.0, 40.0, 40.0, (false, true));
-        assert!(explain(&far, (40.0, 40.0), (0, 0)).is_empty());
-        assert!(explain(&far, (40.0, 40.0), (9, 5)).is_empty());
-        assert_eq!(explain(&far, (40.0, 40.0), (0, 6)), vec![Explanation::RtoTail]);
+        let far = row(10.0, 40.0, (false, true));
+        let apart = [(10.0, 10.0), (40.0, 40.0)];
+        assert!(explain(&far, apart, (0, 0)).is_empty());
+        assert!(explain(&far, apart, (9, 5)).is_empty());
+        assert_eq!(explain(&far, apart, (0, 6)), vec![Explanation::RtoTail]);
+        // Each p99 inside the other's interval; one side alone is not enough.
+        let mut wide = row(10.0, 20.0, (false, false));
+        wide[col::NS3].p99_interval = (8.0, f64::INFINITY);
+        assert!(explain(&wide, [(10.0, 10.0), (20.0, 20.0)], (0, 0)).is_empty());
+        wide[col::PKTSIM].p99_interval = (9.5, f64::INFINITY);
+        assert_eq!(
+            explain(&wide, [(10.0, 10.0), (20.0, 20.0)], (0, 0)),
+            vec![Explanation::Unresolved]
+        );
+        wide[col::PKTSIM].p99_interval = (10.5, f64::INFINITY);
+        assert!(explain(&wide, [(10.0, 10.0), (20.0, 20.0)], (0, 0)).is_empty());
+    }
+
+    #[test]
+    fn the_p99_interval_ranks_are_the_binomial_ones() {
+        assert_eq!(p99_interval_ranks(0), None);
+        // One flow: P(B ≥ 1) = 0.99 ≥ 0.975, no upper bound.
+        assert_eq!(p99_interval_ranks(1), Some((1, None)));
+        // 117 flows: P(B ≥ 114) = 0.969, P(B ≥ 113) = 0.993 (hand-computed); unbounded above.
+        assert_eq!(p99_interval_ranks(117), Some((113, None)));
+        // 52 flows: P(B ≥ 50) = 0.984, P(B ≥ 51) = 0.906.
+        assert_eq!(p99_interval_ranks(52), Some((50, None)));
+        // Bounded above from 368 values (0.99^367 = 0.0250 > 0.025 > 0.99^368).
+        assert_eq!(p99_interval_ranks(367).unwrap().1, None);
+        assert_eq!(p99_interval_ranks(368).unwrap().1, Some(368));
+        // Many values: the interval closes around rank 0.99 n.
+        // 10 000 values: 9900 ± 1.96 sd (sd ≈ 9.95), from the exact binomial sums.
+        assert_eq!(p99_interval_ranks(10_000), Some((9880, Some(9920))));
     }
 
     #[test]
