@@ -86,6 +86,10 @@ struct Args {
     /// first configuration of each case).
     #[arg(long)]
     tails: Option<u64>,
+    /// Write every sample as a CSV row (case index, regime, pktsim's flows of the class,
+    /// flowsim's p99, target, features) here, for models trained outside this example.
+    #[arg(long)]
+    dump: Option<PathBuf>,
     /// Cross-validate K-fold by case first (printed by regime).
     #[arg(long)]
     cv: Option<u64>,
@@ -309,6 +313,39 @@ fn tails(c: &Case) -> Result<Vec<[f64; 7]>> {
         ]);
     }
     Ok(out)
+}
+
+/// Writes every sample of `data` (case `first + i`) as a CSV row; see `Args::dump`.
+fn dump(path: &std::path::Path, first: u64, data: &[CaseData]) -> Result<()> {
+    use std::io::Write;
+    let mut w =
+        std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
+    writeln!(w, "case,regime,flows,p99_flowsim,target,{}", FEATURES.join(","))?;
+    for (i, d) in data.iter().enumerate() {
+        let dscps = d.dscps();
+        for (k, (po, fo, fs)) in d.rows.iter().enumerate() {
+            for (ci, f) in fs {
+                let (Some(y), Some(p), Some(q)) =
+                    (d.target(&dscps, k, *ci), po.sli.get(dscps[*ci]), fo.sli.get(dscps[*ci]))
+                else {
+                    continue;
+                };
+                let x: Vec<String> = f.iter().map(|v| v.to_string()).collect();
+                writeln!(
+                    w,
+                    "{},{},{},{},{},{}",
+                    first + i as u64,
+                    d.case.regime,
+                    p.flows,
+                    q.p99,
+                    y,
+                    x.join(",")
+                )?;
+            }
+        }
+    }
+    w.flush()?;
+    Ok(())
 }
 
 fn fit(a: &Args, samples: &[(Vec<f32>, f32)]) -> GBDT {
@@ -540,6 +577,9 @@ fn main() -> Result<()> {
     let data = common::par_map(&cases, a.threads, |c| {
         case_data(c, a.pktsim_cache.as_deref(), target, a.extra)
     })?;
+    if let Some(path) = &a.dump {
+        dump(path, a.first, &data)?;
+    }
     if let Some(k) = a.cv {
         cross_validate(&a, &data, k, &without)?;
     }
