@@ -259,7 +259,14 @@ fn tail_features(
 /// Per class of the first configuration of `c`: (pktsim's p99 flows, flowsim's p99 flows,
 /// share of pktsim's tail flows also in flowsim's tail, median size per BDP of pktsim's tail
 /// flows, of flowsim's, share of single-packet flows in pktsim's tail, in flowsim's, flows).
-fn tails(c: &Case) -> Result<Vec<[f64; 7]>> {
+/// Flows of one case by size band (0: one packet, 1: up to one BDP, 2: beyond), with their
+/// slowdowns under pktsim and flowsim.
+type BandFlows = Vec<(usize, f64, f64)>;
+
+/// pktsim's slowdowns, flowsim's, and their per-flow ratios.
+type SizedSlowdowns = (Vec<f64>, Vec<f64>, Vec<f64>);
+
+fn tails(c: &Case) -> Result<(Vec<[f64; 7]>, BandFlows)> {
     use polyphony_model::{NetworkModel, PktSim};
     let mut input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     input.keep_flows = true;
@@ -276,6 +283,23 @@ fn tails(c: &Case) -> Result<Vec<[f64; 7]>> {
         .1;
     let bdp_i = FEATURES.iter().position(|&n| n == "log10_bdp_packets").unwrap_or(0);
     let mut out = Vec::new();
+    let mut bands = Vec::new();
+    if let Some((_, f)) = feats.first() {
+        let bdp = 10f64.powf(f64::from(f[bdp_i])) * polyphony_model::MSS as f64;
+        let fsd: std::collections::HashMap<u64, f64> = ff.iter().map(|x| (x.id.0, x.slowdown())).collect();
+        for x in &pf {
+            let Some(&q) = fsd.get(&x.id.0) else { continue };
+            let size = x.size.0 as f64;
+            let band = if x.size.0 <= polyphony_model::MSS {
+                0
+            } else if size <= bdp {
+                1
+            } else {
+                2
+            };
+            bands.push((band, x.slowdown(), q));
+        }
+    }
     for (ci, f) in feats {
         let d = input.classes[ci];
         let bdp = 10f64.powf(f64::from(f[bdp_i])) * polyphony_model::MSS as f64;
@@ -312,7 +336,7 @@ fn tails(c: &Case) -> Result<Vec<[f64; 7]>> {
             single(&ft),
         ]);
     }
-    Ok(out)
+    Ok((out, bands))
 }
 
 /// Writes every sample of `data` (case `first + i`) as a CSV row; see `Args::dump`.
@@ -552,8 +576,21 @@ fn main() -> Result<()> {
         (true, true) => bail!("--excess and --direct exclude each other"),
     };
     if let Some(n) = a.tails {
-        let rows = common::par_map(&cases[..(n as usize).min(cases.len())], a.threads, tails)?;
+        let res = common::par_map(&cases[..(n as usize).min(cases.len())], a.threads, tails)?;
         let mut by: BTreeMap<String, Vec<[f64; 7]>> = BTreeMap::new();
+        // Per (rate band of the regime, size band): pktsim's and flowsim's slowdowns.
+        let mut sized: BTreeMap<(String, usize), SizedSlowdowns> = BTreeMap::new();
+        for (c, (_, b)) in cases.iter().zip(&res) {
+            let name = c.regime.to_string();
+            let rate = name.split(' ').nth(1).unwrap_or("?").to_string();
+            for &(band, p, q) in b {
+                let e = sized.entry((rate.clone(), band)).or_default();
+                e.0.push(p);
+                e.1.push(q);
+                e.2.push(p / q);
+            }
+        }
+        let rows: Vec<Vec<[f64; 7]>> = res.into_iter().map(|(r, _)| r).collect();
         for (c, r) in cases.iter().zip(&rows) {
             by.entry(c.regime.to_string()).or_default().extend(r.iter().copied());
             by.entry("**all**".into()).or_default().extend(r.iter().copied());
@@ -571,6 +608,17 @@ fn main() -> Result<()> {
                 mean(5) * 100.0,
                 mean(6) * 100.0
             );
+        }
+        println!("\n| host rate | flow size | flows | median pktsim / flowsim slowdown | p99 slowdown: pktsim | flowsim |\n|---|---|---|---|---|---|");
+        for ((rate, band), (p, q, r)) in &mut sized {
+            let pick = |v: &mut Vec<f64>, x: f64| {
+                v.sort_by(f64::total_cmp);
+                v[((x * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+            };
+            let size = ["one packet", "≤ 1 BDP", "> 1 BDP"][*band];
+            let n = r.len();
+            let (m, pp, qq) = (pick(r, 0.5), pick(p, 0.99), pick(q, 0.99));
+            println!("| {rate} | {size} | {n} | {m:.2} | {pp:.1} | {qq:.1} |");
         }
         return Ok(());
     }
