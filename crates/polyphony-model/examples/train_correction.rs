@@ -11,8 +11,10 @@
 //!
 //! `--cv K` first cross-validates K-fold by case on the same development cases and prints the
 //! corrected error and ρ of J by regime: the measurement choices (features via `--without`,
-//! the `--excess` target, depth, trees) are made on, so that the validation set is run only
-//! for a model that is shipped.
+//! the `--excess` or `--direct` target, the experimental `--extra` features, depth, trees) are
+//! made on, so that the validation set is run only for a model that is shipped. `--dump FILE`
+//! writes the samples for learners outside this example (`tools/mlp-cv`); `--tails N` compares
+//! pktsim's and flowsim's tail flows instead of training.
 //!
 //! ```text
 //! cargo run --release -p polyphony-model --example train_correction -- --first 0 --cases 1000 --configs 4 \
