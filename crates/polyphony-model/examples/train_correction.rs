@@ -11,8 +11,10 @@
 //!
 //! `--cv K` first cross-validates K-fold by case on the same development cases and prints the
 //! corrected error and ρ of J by regime: the measurement choices (features via `--without`,
-//! the `--excess` target, depth, trees) are made on, so that the validation set is run only
-//! for a model that is shipped.
+//! the `--excess` or `--direct` target, the experimental `--extra` features, depth, trees) are
+//! made on, so that the validation set is run only for a model that is shipped. `--dump FILE`
+//! writes the samples for learners outside this example (`tools/mlp-cv`); `--tails N` compares
+//! pktsim's and flowsim's tail flows instead of training.
 //!
 //! ```text
 //! cargo run --release -p polyphony-model --example train_correction -- --first 0 --cases 1000 --configs 4 \
@@ -73,6 +75,23 @@ struct Args {
     /// (cross-validation only: the crate applies the ratio target).
     #[arg(long)]
     excess: bool,
+    /// Target ln(p99_pktsim) itself, flowsim's p99 only a feature (cross-validation only).
+    #[arg(long)]
+    direct: bool,
+    /// Append experimental per-flow tail features of flowsim's output (cross-validation
+    /// only): p90, p95, the tail flows' size and single-packet share, the steepness at p99,
+    /// the tail's spread in time, p99 of flows within and beyond one BDP.
+    #[arg(long)]
+    extra: bool,
+    /// Diagnose the first N cases instead of training: per class, pktsim's and flowsim's tail
+    /// flows (slowdown ≥ their p99) compared flow by flow (pktsim rerun with per-flow output,
+    /// first configuration of each case).
+    #[arg(long)]
+    tails: Option<u64>,
+    /// Write every sample as a CSV row (case index, regime, pktsim's flows of the class,
+    /// flowsim's p99, target, features) here, for models trained outside this example.
+    #[arg(long)]
+    dump: Option<PathBuf>,
     /// Cross-validate K-fold by case first (printed by regime).
     #[arg(long)]
     cv: Option<u64>,
@@ -82,14 +101,24 @@ struct Args {
 }
 
 /// One configuration of a case: pktsim's output, flowsim's, and the feature rows.
-type Row = (ModelOutput, ModelOutput, Vec<(usize, [f32; N_FEATURES])>);
+type Row = (ModelOutput, ModelOutput, Vec<(usize, Vec<f32>)>);
+
+/// What the forest predicts.
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    /// ln(p99_pktsim / p99_flowsim).
+    Ratio,
+    /// ln((p99_pktsim − 1) / (p99_flowsim − 1)).
+    Excess,
+    /// ln(p99_pktsim).
+    Direct,
+}
 
 /// One case's data: per configuration pktsim's and flowsim's outputs and the feature rows
 /// (class index, features) of the classes flowsim has statistics for.
 struct CaseData {
     case: Case,
-    /// Target ln of the excess slowdown (p99 − 1) instead of the p99.
-    excess: bool,
+    target: Target,
     rows: Vec<Row>,
 }
 
@@ -106,24 +135,25 @@ impl CaseData {
     }
     /// The target for pktsim's p99 `p` and flowsim's `q`.
     fn target_of(&self, p: f64, q: f64) -> f32 {
-        match self.excess {
-            false => (p / q).ln() as f32,
-            true => ((p - 1.0).max(EXCESS_FLOOR) / (q - 1.0).max(EXCESS_FLOOR)).ln() as f32,
+        match self.target {
+            Target::Ratio => (p / q).ln() as f32,
+            Target::Excess => ((p - 1.0).max(EXCESS_FLOOR) / (q - 1.0).max(EXCESS_FLOOR)).ln() as f32,
+            Target::Direct => p.ln() as f32,
         }
     }
     /// The corrected p99 for flowsim's `q` and a prediction `ln`.
     fn apply(&self, q: f64, ln: f32) -> f64 {
-        let f = f64::from(ln.clamp(-3.0, 3.0)).exp();
-        match self.excess {
-            false => q * f,
-            true => 1.0 + (q - 1.0).max(EXCESS_FLOOR) * f,
+        match self.target {
+            Target::Ratio => q * f64::from(ln.clamp(-3.0, 3.0)).exp(),
+            Target::Excess => 1.0 + (q - 1.0).max(EXCESS_FLOOR) * f64::from(ln.clamp(-3.0, 3.0)).exp(),
+            Target::Direct => f64::from(ln).exp().max(1.0),
         }
     }
     fn dscps(&self) -> Vec<polyphony_spec::Dscp> {
         self.case.scenario.dscps()
     }
     /// (features, target) of every row with a target; features named in `without` are zeroed.
-    fn samples(&self, without: &[usize]) -> Vec<([f32; N_FEATURES], f32)> {
+    fn samples(&self, without: &[usize]) -> Vec<(Vec<f32>, f32)> {
         let d = self.dscps();
         let mut out = Vec::new();
         for (k, (_, _, fs)) in self.rows.iter().enumerate() {
@@ -140,33 +170,213 @@ impl CaseData {
 /// Smallest excess slowdown the `--excess` target takes the logarithm of.
 const EXCESS_FLOOR: f64 = 0.01;
 
-fn masked(f: &[f32; N_FEATURES], without: &[usize]) -> [f32; N_FEATURES] {
-    let mut g = *f;
+fn masked(f: &[f32], without: &[usize]) -> Vec<f32> {
+    let mut g = f.to_vec();
     for &i in without {
         g[i] = 0.0;
     }
     g
 }
 
-fn case_data(c: &Case, cache: Option<&std::path::Path>, excess: bool) -> Result<CaseData> {
+fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let (pkt, _) = common::pktcache::outputs(c, &input, "dev", cache)?;
     let flowsim = FlowSim::default();
     let mut rows = Vec::new();
-    for (r, po) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt) {
+    for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
         let (fo, fs) = r?;
+        let mut fs: Vec<(usize, Vec<f32>)> = fs.into_iter().map(|(ci, f)| (ci, f.to_vec())).collect();
+        if extra {
+            let mut kept = input.clone();
+            kept.keep_flows = true;
+            let out = flowsim.run(&kept, &c.configs[k])?;
+            let flows = out.flows.context("flowsim kept no flows")?;
+            for (ci, f) in &mut fs {
+                f.extend(tail_features(&input, &flows, input.classes[*ci], f));
+            }
+        }
         rows.push((po, fo, fs));
     }
     Ok(CaseData {
         case: c.clone(),
-        excess,
+        target,
         rows,
     })
 }
 
-fn fit(a: &Args, samples: &[([f32; N_FEATURES], f32)]) -> GBDT {
+/// Experimental features of one class from flowsim's per-flow outcomes (`base`: the class's
+/// crate features, for the bandwidth-delay product).
+fn tail_features(
+    input: &polyphony_model::ModelInput,
+    flows: &[polyphony_spec::FlowOutcome],
+    d: polyphony_spec::Dscp,
+    base: &[f32],
+) -> [f32; 9] {
+    let bdp_i = FEATURES.iter().position(|&n| n == "log10_bdp_packets").unwrap_or(0);
+    let bdp = 10f64.powf(f64::from(base[bdp_i])) * polyphony_model::MSS as f64;
+    let mut v: Vec<(f64, f64, f64)> = flows
+        .iter()
+        .filter(|f| f.dscp == d)
+        .map(|f| (f.slowdown(), f.size.0 as f64, f.start.0 as f64))
+        .collect();
+    if v.is_empty() {
+        return [0.0; 9];
+    }
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = v.len();
+    let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
+    let r99 = rank(0.99);
+    let tail = &v[r99..];
+    let mut ts: Vec<f64> = tail.iter().map(|t| t.1 / bdp).collect();
+    ts.sort_by(f64::total_cmp);
+    let single = tail.iter().filter(|t| t.1 <= polyphony_model::MSS as f64).count() as f64 / tail.len() as f64;
+    let lo = v[r99.saturating_sub(1)].0;
+    let hi = v[(r99 + 1).min(n - 1)].0;
+    let span = (input.workload.duration.0 as f64).max(1.0);
+    let m = tail.iter().map(|t| t.2).sum::<f64>() / tail.len() as f64;
+    let spread = (tail.iter().map(|t| (t.2 - m).powi(2)).sum::<f64>() / tail.len() as f64).sqrt() / span;
+    let p99_of = |short: bool| {
+        let mut s: Vec<f64> = v.iter().filter(|t| (t.1 <= bdp) == short).map(|t| t.0).collect();
+        if s.is_empty() {
+            return 0.0;
+        }
+        s.sort_by(f64::total_cmp);
+        let k = ((0.99 * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
+        s[k].ln()
+    };
+    [
+        v[rank(0.9)].0.ln(),
+        v[rank(0.95)].0.ln(),
+        ts[ts.len() / 2].max(1e-6).log10(),
+        single,
+        (hi / lo.max(1e-9)).ln(),
+        spread,
+        p99_of(true),
+        p99_of(false),
+        (n - r99) as f64,
+    ]
+    .map(|x| if x.is_finite() { x as f32 } else { 0.0 })
+}
+
+/// Per class of the first configuration of `c`: (pktsim's p99 flows, flowsim's p99 flows,
+/// share of pktsim's tail flows also in flowsim's tail, median size per BDP of pktsim's tail
+/// flows, of flowsim's, share of single-packet flows in pktsim's tail, in flowsim's, flows).
+/// Flows of one case by size band (0: one packet, 1: up to one BDP, 2: beyond), with their
+/// slowdowns under pktsim and flowsim.
+type BandFlows = Vec<(usize, f64, f64)>;
+
+/// pktsim's slowdowns, flowsim's, and their per-flow ratios.
+type SizedSlowdowns = (Vec<f64>, Vec<f64>, Vec<f64>);
+
+fn tails(c: &Case) -> Result<(Vec<[f64; 7]>, BandFlows)> {
+    use polyphony_model::{NetworkModel, PktSim};
+    let mut input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
+    input.keep_flows = true;
+    let cfg = std::slice::from_ref(&c.configs[0]);
+    let run = |m: &dyn NetworkModel| -> Result<Vec<polyphony_spec::FlowOutcome>> {
+        let o = m.evaluate(&input, cfg).into_iter().next().context("no output")??;
+        o.flows.context("no per-flow output")
+    };
+    let (pf, ff) = (run(&PktSim::default())?, run(&FlowSim::default())?);
+    let feats = features(&FlowSim::default(), &input, cfg)
+        .into_iter()
+        .next()
+        .context("no features")??
+        .1;
+    let bdp_i = FEATURES.iter().position(|&n| n == "log10_bdp_packets").unwrap_or(0);
+    let mut out = Vec::new();
+    let mut bands = Vec::new();
+    if let Some((_, f)) = feats.first() {
+        let bdp = 10f64.powf(f64::from(f[bdp_i])) * polyphony_model::MSS as f64;
+        let fsd: std::collections::HashMap<u64, f64> = ff.iter().map(|x| (x.id.0, x.slowdown())).collect();
+        for x in &pf {
+            let Some(&q) = fsd.get(&x.id.0) else { continue };
+            let size = x.size.0 as f64;
+            let band = if x.size.0 <= polyphony_model::MSS {
+                0
+            } else if size <= bdp {
+                1
+            } else {
+                2
+            };
+            bands.push((band, x.slowdown(), q));
+        }
+    }
+    for (ci, f) in feats {
+        let d = input.classes[ci];
+        let bdp = 10f64.powf(f64::from(f[bdp_i])) * polyphony_model::MSS as f64;
+        let tail = |v: &[polyphony_spec::FlowOutcome]| {
+            let mut s: Vec<(f64, u64, u64)> = v
+                .iter()
+                .filter(|x| x.dscp == d)
+                .map(|x| (x.slowdown(), x.id.0, x.size.0))
+                .collect();
+            s.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let n = s.len();
+            let r = ((0.99 * n as f64).ceil() as usize).clamp(1, n.max(1)) - 1;
+            s.split_off(r.min(n))
+        };
+        let (pt, ft) = (tail(&pf), tail(&ff));
+        if pt.is_empty() || ft.is_empty() {
+            continue;
+        }
+        let both = pt.iter().filter(|p| ft.iter().any(|q| q.1 == p.1)).count() as f64 / pt.len() as f64;
+        let med = |t: &[(f64, u64, u64)]| {
+            let mut z: Vec<f64> = t.iter().map(|x| x.2 as f64 / bdp).collect();
+            z.sort_by(f64::total_cmp);
+            z[z.len() / 2]
+        };
+        let single =
+            |t: &[(f64, u64, u64)]| t.iter().filter(|x| x.2 <= polyphony_model::MSS).count() as f64 / t.len() as f64;
+        out.push([
+            pt.len() as f64,
+            ft.len() as f64,
+            both,
+            med(&pt),
+            med(&ft),
+            single(&pt),
+            single(&ft),
+        ]);
+    }
+    Ok((out, bands))
+}
+
+/// Writes every sample of `data` (case `first + i`) as a CSV row; see `Args::dump`.
+fn dump(path: &std::path::Path, first: u64, data: &[CaseData]) -> Result<()> {
+    use std::io::Write;
+    let mut w =
+        std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
+    writeln!(w, "case,regime,flows,p99_flowsim,target,{}", FEATURES.join(","))?;
+    for (i, d) in data.iter().enumerate() {
+        let dscps = d.dscps();
+        for (k, (po, fo, fs)) in d.rows.iter().enumerate() {
+            for (ci, f) in fs {
+                let (Some(y), Some(p), Some(q)) =
+                    (d.target(&dscps, k, *ci), po.sli.get(dscps[*ci]), fo.sli.get(dscps[*ci]))
+                else {
+                    continue;
+                };
+                let x: Vec<String> = f.iter().map(|v| v.to_string()).collect();
+                writeln!(
+                    w,
+                    "{},{},{},{},{},{}",
+                    first + i as u64,
+                    d.case.regime,
+                    p.flows,
+                    q.p99,
+                    y,
+                    x.join(",")
+                )?;
+            }
+        }
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn fit(a: &Args, samples: &[(Vec<f32>, f32)]) -> GBDT {
     let mut cfg = Config::new();
-    cfg.set_feature_size(N_FEATURES);
+    cfg.set_feature_size(samples.first().map_or(N_FEATURES, |s| s.0.len()));
     cfg.set_max_depth(a.depth);
     cfg.set_iterations(a.trees);
     cfg.set_shrinkage(a.shrinkage);
@@ -174,7 +384,7 @@ fn fit(a: &Args, samples: &[([f32; N_FEATURES], f32)]) -> GBDT {
     cfg.set_loss(&a.loss);
     let mut data: DataVec = samples
         .iter()
-        .map(|(f, y)| Data::new_training_data(f.to_vec(), 1.0, *y, None))
+        .map(|(f, y)| Data::new_training_data(f.clone(), 1.0, *y, None))
         .collect();
     let mut model = GBDT::new(&cfg);
     model.fit(&mut data);
@@ -193,14 +403,13 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
     let mut by_flows: BTreeMap<&str, Acc> = BTreeMap::new();
     for fold in 0..k {
         let held = |i: u64| (i / 18) % k == fold;
-        let train: Vec<([f32; N_FEATURES], f32)> = data
+        let train: Vec<(Vec<f32>, f32)> = data
             .iter()
             .enumerate()
             .filter(|(i, _)| !held(a.first + *i as u64))
             .flat_map(|(_, d)| d.samples(without))
             .collect();
         let model = fit(a, &train);
-        let forest = convert(&model)?;
         for (i, d) in data.iter().enumerate() {
             if !held(a.first + i as u64) {
                 continue;
@@ -211,8 +420,12 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
             let acc = by.entry(d.case.regime.to_string()).or_default();
             for (po, fo, fs) in &d.rows {
                 let mut co = fo.clone();
-                for (ci, f) in fs {
-                    let ln = forest.predict(&masked(f, without));
+                let rows: DataVec = fs
+                    .iter()
+                    .map(|(_, f)| Data::new_test_data(masked(f, without), None))
+                    .collect();
+                let lns = model.predict(&rows);
+                for ((ci, _), &ln) in fs.iter().zip(&lns) {
                     let d = dscps[*ci];
                     if let Some(s) = co.sli.classes.iter_mut().find(|s| s.dscp == d) {
                         s.p99 = data[i].apply(s.p99, ln);
@@ -358,19 +571,83 @@ fn main() -> Result<()> {
                 .with_context(|| format!("--without {n}: no such feature (see correction::FEATURES)"))
         })
         .collect::<Result<Vec<usize>>>()?;
-    let data = common::par_map(&cases, a.threads, |c| case_data(c, a.pktsim_cache.as_deref(), a.excess))?;
+    let target = match (a.excess, a.direct) {
+        (false, false) => Target::Ratio,
+        (true, false) => Target::Excess,
+        (false, true) => Target::Direct,
+        (true, true) => bail!("--excess and --direct exclude each other"),
+    };
+    if let Some(n) = a.tails {
+        let res = common::par_map(&cases[..(n as usize).min(cases.len())], a.threads, tails)?;
+        let mut by: BTreeMap<String, Vec<[f64; 7]>> = BTreeMap::new();
+        // Per (rate band of the regime, size band): pktsim's and flowsim's slowdowns.
+        let mut sized: BTreeMap<(String, usize), SizedSlowdowns> = BTreeMap::new();
+        for (c, (_, b)) in cases.iter().zip(&res) {
+            let name = c.regime.to_string();
+            let rate = name.split(' ').nth(1).unwrap_or("?").to_string();
+            for &(band, p, q) in b {
+                let e = sized.entry((rate.clone(), band)).or_default();
+                e.0.push(p);
+                e.1.push(q);
+                e.2.push(p / q);
+            }
+        }
+        let rows: Vec<Vec<[f64; 7]>> = res.into_iter().map(|(r, _)| r).collect();
+        for (c, r) in cases.iter().zip(&rows) {
+            by.entry(c.regime.to_string()).or_default().extend(r.iter().copied());
+            by.entry("**all**".into()).or_default().extend(r.iter().copied());
+        }
+        println!("| regime | classes | pktsim tail flows also in flowsim's tail | tail size / BDP: pktsim | flowsim | single-packet share of tail: pktsim | flowsim |\n|---|---|---|---|---|---|---|");
+        for (g, v) in &by {
+            let m = |k: usize| median(&v.iter().map(|r| r[k]).collect::<Vec<_>>());
+            let mean = |k: usize| v.iter().map(|r| r[k]).sum::<f64>() / v.len().max(1) as f64;
+            println!(
+                "| {g} | {} | {:.0} % | {:.2} | {:.2} | {:.0} % | {:.0} % |",
+                v.len(),
+                mean(2) * 100.0,
+                m(3),
+                m(4),
+                mean(5) * 100.0,
+                mean(6) * 100.0
+            );
+        }
+        println!("\n| host rate | flow size | flows | median pktsim / flowsim slowdown | p99 slowdown: pktsim | flowsim |\n|---|---|---|---|---|---|");
+        for ((rate, band), (p, q, r)) in &mut sized {
+            let pick = |v: &mut Vec<f64>, x: f64| {
+                v.sort_by(f64::total_cmp);
+                v[((x * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+            };
+            let size = ["one packet", "≤ 1 BDP", "> 1 BDP"][*band];
+            let n = r.len();
+            let (m, pp, qq) = (pick(r, 0.5), pick(p, 0.99), pick(q, 0.99));
+            println!("| {rate} | {size} | {n} | {m:.2} | {pp:.1} | {qq:.1} |");
+        }
+        return Ok(());
+    }
+    let data = common::par_map(&cases, a.threads, |c| {
+        case_data(c, a.pktsim_cache.as_deref(), target, a.extra)
+    })?;
+    if let Some(path) = &a.dump {
+        dump(path, a.first, &data)?;
+    }
     if let Some(k) = a.cv {
         cross_validate(&a, &data, k, &without)?;
     }
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if a.excess || !without.is_empty() {
-        bail!("--excess and --without are for cross-validation; the shipped artifact uses the ratio target and every feature");
+    if target != Target::Ratio || a.extra || !without.is_empty() {
+        bail!("--excess, --direct, --extra and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
-    let samples: Vec<([f32; N_FEATURES], f32)> = data.iter().flat_map(|d| d.samples(&[])).collect();
+    let samples: Vec<([f32; N_FEATURES], f32)> = data
+        .iter()
+        .flat_map(|d| d.samples(&[]))
+        .map(|(f, y)| -> Result<([f32; N_FEATURES], f32)> {
+            Ok((f.as_slice().try_into().context("feature vector length")?, y))
+        })
+        .collect::<Result<_>>()?;
     eprintln!("{} samples from {} cases", samples.len(), a.cases);
-    let model = fit(&a, &samples);
+    let model = fit(&a, &samples.iter().map(|(f, y)| (f.to_vec(), *y)).collect::<Vec<_>>());
     let forest = convert(&model)?;
     let rows: DataVec = samples
         .iter()
@@ -419,6 +696,14 @@ fn main() -> Result<()> {
                     SeedSet::Development.seed(a.first),
                     SeedSet::Development.seed(a.first + a.cases - 1) + 1,
                     samples.len()
+                ),
+            ),
+            (
+                "version".into(),
+                format!(
+                    "format {}, trained by polyphony-model {} against its pktsim",
+                    polyphony_model::correction::FORMAT_VERSION,
+                    env!("CARGO_PKG_VERSION")
                 ),
             ),
             ("target".into(), "ln(p99_pktsim / p99_flowsim-aggregate) per class".into()),
