@@ -92,6 +92,8 @@ pub struct ScaleOptions {
     pub finalists: usize,
     /// Only the first N of the 12 cells (each gives a high and a low scenario); 0 = all.
     pub cells: usize,
+    /// Leave out the first N of the 12 cells (before `cells` applies).
+    pub skip_cells: usize,
 }
 
 impl Default for ScaleOptions {
@@ -105,6 +107,7 @@ impl Default for ScaleOptions {
             slo_basis: SloBasis::WindowMedian,
             finalists: 2,
             cells: 0,
+            skip_cells: 0,
         }
     }
 }
@@ -163,6 +166,7 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
     });
     let mut out = Vec::new();
     let mut all = cells();
+    all.drain(..opts.skip_cells.min(all.len()));
     if opts.cells > 0 {
         all.truncate(opts.cells);
     }

@@ -90,6 +90,15 @@ struct Args {
     /// Scale study: only the first N of the 24 scenarios, rounded up to whole high/low pairs (0 = all).
     #[arg(long, default_value_t = 0)]
     limit: usize,
+    /// Scale study: leave out the first N of the 24 scenarios, rounded down to whole high/low
+    /// pairs, before --limit applies (12: the Hadoop half).
+    #[arg(long, default_value_t = 0)]
+    skip: usize,
+    /// Scale study: seed of the scenarios' baselines (baseline windows, candidate
+    /// configurations, hence SLOs and reference). Reported studies use 0; development runs use
+    /// other seeds, so nothing is chosen on the reported scenarios.
+    #[arg(long, default_value_t = 0)]
+    scenario_seed: u64,
     /// First seed: runs use seeds F..F+N. Reported studies use 0; investigating or choosing
     /// anything uses seeds no reported study runs (docs/evaluation.md names them).
     #[arg(long, default_value_t = 0)]
@@ -211,9 +220,12 @@ fn run() -> Result<()> {
                 baseline_windows: a.baseline_windows,
                 slo_basis: a.slo_basis,
                 cells: a.limit.div_ceil(2),
+                skip_cells: a.skip / 2,
                 ..ScaleOptions::default()
             };
-            scale::plan(&so, 0, &|name| bar.set_message(format!("baseline SLOs of {name}")))?
+            scale::plan(&so, a.scenario_seed, &|name| {
+                bar.set_message(format!("baseline SLOs of {name}"))
+            })?
         }
         s => studies::plan(
             s,
@@ -253,9 +265,10 @@ operator parameters; every tuner starts from the {} configuration (`--start`).",
     );
     if a.study == Study::Scale {
         provenance += &format!(
-            " SLO basis `{}` (`--slo-basis`) over {} baseline interval(s).",
+            " SLO basis `{}` (`--slo-basis`) over {} baseline interval(s); scenario seed {} (`--scenario-seed`).",
             a.slo_basis.name(),
-            a.baseline_windows
+            a.baseline_windows,
+            a.scenario_seed
         );
     }
     let plots = !a.no_plots;
