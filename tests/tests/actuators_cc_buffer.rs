@@ -11,8 +11,8 @@
 mod actuators_fixture;
 
 use actuators_fixture::conn::{default_and_other, new_connection_runs, open, receiver, runs};
-use actuators_fixture::{initial_config, must, root_or_skip, Bed, Fault, FaultRunner};
-use polyphony_actuator::{Actuator, ActuatorError, Composite, Local, RollbackOutcome};
+use actuators_fixture::{composite_step_failure, initial_config, must, root_or_skip, Bed, Fault, FaultRunner};
+use polyphony_actuator::{Actuator, Composite, Local, RollbackOutcome};
 use polyphony_actuator_iproute::iproute_actuator_with;
 use polyphony_actuator_tc::tc_actuator_with;
 use polyphony_spec::{Bytes, CongestionControl, Dscp};
@@ -135,12 +135,7 @@ fn congestion_control_and_buffer_change_in_one_apply_and_roll_back_together() {
         .expect_err("the refused route change must fail the apply");
     println!("{err}");
     assert!(ip_runner.fired());
-    let ActuatorError::Composite { failed, others } = &err else {
-        panic!("expected a composite failure, got {err}");
-    };
-    let ActuatorError::Failed(f) = failed.as_ref() else {
-        panic!("expected a step failure, got {failed}");
-    };
+    let (f, others) = composite_step_failure(&err);
     assert_eq!((f.actuator.as_str(), f.index, f.total), ("iproute", 2, 2), "{err}");
     assert_eq!(f.rollback, RollbackOutcome::Complete { undone: 1 }, "{err}");
     assert!(

@@ -3,8 +3,10 @@
 
 mod actuators_fixture;
 
-use actuators_fixture::{initial_config, root_or_skip, same_config, target_config, Bed, Fault, FaultRunner};
-use polyphony_actuator::{Actuator, ActuatorError, Composite, Local, RollbackOutcome};
+use actuators_fixture::{
+    composite_step_failure, initial_config, root_or_skip, same_config, target_config, Bed, Fault, FaultRunner,
+};
+use polyphony_actuator::{Actuator, Composite, Local, RollbackOutcome};
 use polyphony_actuator_iproute::iproute_actuator_with;
 use polyphony_actuator_tc::tc_actuator_with;
 use std::sync::Arc;
@@ -43,12 +45,7 @@ fn composite_failure_in_iproute_rolls_back_tc_too() {
         .expect_err("the refused operation must fail the whole apply");
     println!("{err}");
     assert!(ip_runner.fired());
-    let ActuatorError::Composite { failed, others } = &err else {
-        panic!("expected a composite failure, got {err}");
-    };
-    let ActuatorError::Failed(f) = failed.as_ref() else {
-        panic!("expected a step failure, got {failed}");
-    };
+    let (f, others) = composite_step_failure(&err);
     assert_eq!(f.actuator, "iproute");
     assert_eq!((f.index, f.total), (2, 6), "{err}");
     assert!(f.item.contains("ppa5-h1 table 110"), "{err}");

@@ -5,7 +5,9 @@
 //! commands and injects one failure.
 #![allow(dead_code)]
 
-use polyphony_actuator::{Command, Output, RunError, Runner, SystemRunner};
+use polyphony_actuator::{
+    ActuatorError, Command, Output, RollbackOutcome, RunError, Runner, StepFailure, SystemRunner,
+};
 use polyphony_actuator_iproute::{IprouteConfig, SenderRoute};
 use polyphony_actuator_tc::rates::{class_quantum, class_rate, sojourn_threshold};
 use polyphony_actuator_tc::{EcnMode, TcConfig};
@@ -440,6 +442,18 @@ impl Runner for FaultRunner {
         }
         self.inner.run(cmd)
     }
+}
+
+/// The step failure and the earlier actuators' rollback of a composite apply that failed at
+/// one step; panics (with the error) on any other error.
+pub fn composite_step_failure(err: &ActuatorError) -> (&StepFailure, &RollbackOutcome) {
+    let ActuatorError::Composite { failed, others } = err else {
+        panic!("expected a composite failure, got {err}");
+    };
+    let ActuatorError::Failed(f) = failed.as_ref() else {
+        panic!("expected a step failure, got {failed}");
+    };
+    (f, others)
 }
 
 pub mod conn;
