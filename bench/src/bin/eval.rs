@@ -11,7 +11,7 @@ use polyphony_bench::scale::{self, ScaleOptions, SloBasis};
 use polyphony_bench::studies::{self, Start, Study, StudyOptions, Tightness};
 use polyphony_bench::EvalError;
 use polyphony_core::{ControllerParams, OperatorParams};
-use polyphony_model::ModelKind;
+use polyphony_model::{Correction, ModelKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -147,21 +147,27 @@ fn git_commit() -> String {
     }
 }
 
-/// The correction the default model compiles in (polyphony-model's `correction.rs`).
-const CORRECTION: &str = "models/correction/flowsim-aggregate.forest";
-
-/// The git blob id of `path` in the working directory (`git hash-object`), so a summary names
-/// the exact model artifact; `unknown` when git is not available.
-fn git_blob(path: &str) -> String {
-    std::process::Command::new("git")
-        .args(["hash-object", path])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map_or_else(
-            || "unknown".into(),
-            |o| String::from_utf8_lossy(&o.stdout).trim().chars().take(12).collect(),
-        )
+/// The git blob id of the correction artifact this binary compiled in (`git hash-object
+/// --stdin` on [`Correction::shipped_bytes`]), so a summary names the model it ran with even
+/// when the file in the tree has changed since the build; `unknown` when git is not available.
+fn correction_blob() -> String {
+    use std::io::Write;
+    let child = std::process::Command::new("git")
+        .args(["hash-object", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return "unknown".into();
+    };
+    let written = child
+        .stdin
+        .take()
+        .is_some_and(|mut stdin| stdin.write_all(Correction::shipped_bytes()).is_ok());
+    match child.wait_with_output() {
+        Ok(o) if written && o.status.success() => String::from_utf8_lossy(&o.stdout).trim().chars().take(12).collect(),
+        _ => "unknown".into(),
+    }
 }
 
 fn run() -> Result<()> {
@@ -255,12 +261,11 @@ fn run() -> Result<()> {
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
     let mut provenance = format!(
-        "Run at commit `{}` with the model `{}` (correction `{}` at blob `{}`) and the core's default \
+        "Run at commit `{}` with the model `{}` (its compiled-in correction, git blob `{}`) and the core's default \
 operator parameters; every tuner starts from the {} configuration (`--start`).",
         commit,
         ModelKind::default().as_str(),
-        CORRECTION,
-        git_blob(CORRECTION),
+        correction_blob(),
         start.name()
     );
     if a.study == Study::Scale {

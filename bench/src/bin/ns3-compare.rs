@@ -240,17 +240,13 @@ fn models_csv(results: &[CaseResult]) -> String {
 
 /// The header lines of the correction artifact this build compiled in (what it was trained on).
 fn artifact_header() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models/correction/flowsim-aggregate.forest");
-    std::fs::read_to_string(&path)
-        .map(|t| {
-            t.lines()
-                .take_while(|l| l.starts_with('#'))
-                .filter(|l| l.starts_with("# command:") || l.starts_with("# data:"))
-                .map(|l| format!("`{}`", l.trim_start_matches("# ")))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
-        .unwrap_or_else(|e| format!("(cannot read {}: {e})", path.display()))
+    String::from_utf8_lossy(polyphony_model::Correction::shipped_bytes())
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .filter(|l| l.starts_with("# command:") || l.starts_with("# data:"))
+        .map(|l| format!("`{}`", l.trim_start_matches("# ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Rows with data from both ns-3 and pktsim, with their case and class.

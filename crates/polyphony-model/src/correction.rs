@@ -578,6 +578,13 @@ impl Correction {
         Correction::parse(SHIPPED)
     }
 
+    /// The bytes of the artifact compiled into this build, exactly as [`Correction::shipped`]
+    /// parses them: what a result should name (the file in the tree may have changed since the
+    /// build).
+    pub fn shipped_bytes() -> &'static [u8] {
+        SHIPPED
+    }
+
     /// Parses an artifact (see the module doc); any mismatch is a [`ModelError::Artifact`].
     pub fn parse(bytes: &[u8]) -> Result<Correction, ModelError> {
         let bad = |what: &str, why: String| ModelError::Artifact {
