@@ -143,6 +143,7 @@ mod tests {
             slowdown: Some(slowdown),
             init_cwnd: Some(10),
             error: None,
+            query: None,
         }
     }
 

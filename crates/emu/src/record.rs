@@ -2,7 +2,7 @@
 //! one [`IntervalSummary`] per measurement interval (JSON lines). Formats are documented in
 //! `docs/testbed.md`.
 
-use polyphony_spec::{ClassSli, Dscp, FlowId, FlowOutcome, Nanos};
+use polyphony_spec::{ClassSli, Dscp, FlowId, FlowOutcome, Nanos, QueryId};
 use serde::{Deserialize, Serialize};
 
 /// What happened to one flow. Timestamps are CLOCK_MONOTONIC nanoseconds (comparable with
@@ -45,6 +45,9 @@ pub struct FlowRecord {
     /// Why the flow did not finish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The query the flow answers (a partition-aggregate response), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<QueryId>,
 }
 
 impl FlowRecord {
@@ -57,6 +60,7 @@ impl FlowRecord {
             start: Nanos(self.sched_ns),
             fct: Nanos(self.fct_ns?),
             ideal: Nanos(self.ideal_ns),
+            query: self.query,
         })
     }
 }

@@ -431,6 +431,7 @@ async fn one_flow(c: &SenderCtx, f: Flow) -> FlowRecord {
         slowdown: None,
         init_cwnd: None,
         error: None,
+        query: f.query,
     };
     let deadline = at(c.deadline);
     let r = tokio::time::timeout_at(deadline, transfer(&mut rec, dst, f)).await;
@@ -559,6 +560,7 @@ mod tests {
             size: Bytes(1000),
             start: Nanos(0),
             weight: 1.0,
+            query: None,
         };
         Workload::new(vec![f], Nanos(0)).unwrap()
     }

@@ -208,7 +208,7 @@ fn main() -> Result<()> {
             let mut m: f64 = 0.0;
             for (i, cl) in s.classes.iter().enumerate() {
                 p99s[i] += p[i] / n;
-                m = m.max(p[i] / cl.slo.max_slowdown);
+                m = m.max(p[i] / cl.slo.threshold());
             }
             worst += m / n;
         }
@@ -225,7 +225,7 @@ fn main() -> Result<()> {
     );
     println!(
         "SLOs: {:?}",
-        s.classes.iter().map(|c| c.slo.max_slowdown).collect::<Vec<_>>()
+        s.classes.iter().map(|c| c.slo.threshold()).collect::<Vec<_>>()
     );
     let feasible = scored.iter().filter(|x| x.0 <= 1.0).count();
     println!("configurations meeting every SLO on average: {feasible}");
@@ -240,7 +240,7 @@ fn main() -> Result<()> {
                     .map(|p| {
                         p.iter()
                             .zip(&o.classes)
-                            .map(|(x, cl)| x / cl.slo.max_slowdown)
+                            .map(|(x, cl)| x / cl.slo.threshold())
                             .fold(0.0, f64::max)
                     })
                     .sum::<f64>()
@@ -263,7 +263,7 @@ fn main() -> Result<()> {
             };
             println!(
                 "{path}{label}: SLOs {:?} met on average by {met}/{} ({:.1} %); mean max r quantiles min {:.2} · 10 % {:.2} · 25 % {:.2} · 50 % {:.2}",
-                o.classes.iter().map(|c| c.slo.max_slowdown).collect::<Vec<_>>(),
+                o.classes.iter().map(|c| c.slo.threshold()).collect::<Vec<_>>(),
                 r.len(),
                 100.0 * met as f64 / r.len() as f64,
                 r[0],

@@ -202,6 +202,7 @@ pub fn synthesize(
                 size: Bytes(size),
                 start: Nanos(t as u64),
                 weight: 1.0,
+                query: None,
             });
         }
     }

@@ -221,10 +221,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
         classes.push(TrafficClass {
             name: format!("c{i}"),
             dscp,
-            slo: Slo {
-                percentile: 0.99,
-                max_slowdown: log_uniform(&mut rng, 3.0, 30.0),
-            },
+            slo: Slo::p99(log_uniform(&mut rng, 3.0, 30.0)),
             weight: 1.0,
         });
         mix.push(ClassMix {
@@ -232,6 +229,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
             size_cdf: names[rng.gen_range(0..names.len())].to_string(),
             load: host_load * share / total,
             sigma: rng.gen_range(1.0..2.0),
+            incast: None,
         });
     }
     // The window: about TARGET_FLOWS flows, at most MAX_BYTES offered.
@@ -325,7 +323,7 @@ pub fn random_config<R: Rng>(dscps: &[Dscp], space: &KnobSpace, rng: &mut R) -> 
 pub fn objective(sli: &SliVector, classes: &[TrafficClass]) -> f64 {
     let r: Vec<f64> = classes
         .iter()
-        .map(|c| sli.get(c.dscp).map_or(f64::INFINITY, |s| s.p99) / c.slo.max_slowdown)
+        .map(|c| sli.get(c.dscp).map_or(f64::INFINITY, |s| s.p99) / c.slo.threshold())
         .collect();
     let ones = vec![1.0; r.len()];
     objective::lse(&r, LSE_C) + LAMBDA * objective::fairness(&r, &ones)

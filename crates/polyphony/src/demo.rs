@@ -102,14 +102,14 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     let names: Vec<String> = scenario.classes.iter().map(|c| c.name.clone()).collect();
     writeln!(
         out,
-        "polyphony demo: scenario {:?} ({}), {} classes, SLOs (p99 slowdown) {}",
+        "polyphony demo: scenario {:?} ({}), {} classes, SLOs {}",
         scenario.name,
         scenario.description,
         names.len(),
         scenario
             .classes
             .iter()
-            .map(|c| format!("{} ≤ {}", c.name, c.slo.max_slowdown))
+            .map(|c| format!("{} {}", c.name, c.slo.describe()))
             .collect::<Vec<_>>()
             .join(", ")
     )?;
@@ -166,7 +166,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             ratios_hist.push(vec![f64::INFINITY]);
             objectives.push(f64::NAN);
             for (i, c) in scenario.classes.iter().enumerate() {
-                p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
+                p99s[i].push(m.sli.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::NAN));
             }
             continue;
         }
@@ -189,7 +189,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             seconds: (t_live, model.seconds(), t0.elapsed().as_secs_f64()),
         };
         for (i, c) in scenario.classes.iter().enumerate() {
-            p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
+            p99s[i].push(m.sli.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::NAN));
         }
         ratios_hist.push(ratios);
         objectives.push(objective);
@@ -217,7 +217,8 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         .zip(p99s)
         .map(|(c, p99)| ClassSeries {
             name: c.name.clone(),
-            slo: c.slo.max_slowdown,
+            unit: c.slo.kind().unit(),
+            slo: c.slo.threshold(),
             p99,
         })
         .collect();
@@ -268,9 +269,10 @@ fn line(scenario: &Scenario, it: &DemoIteration) -> String {
         .classes
         .iter()
         .map(|c| {
-            let p99 = it.slis.get(c.dscp).map_or(f64::NAN, |s| s.p99);
-            let mark = if p99 <= c.slo.max_slowdown { "✓" } else { "✗" };
-            format!("{} {:5.1}/{:<4}{}", c.name, p99, c.slo.max_slowdown, mark)
+            let v = it.slis.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::NAN);
+            let mark = if v <= c.slo.threshold() { "✓" } else { "✗" };
+            let unit = c.slo.kind().unit();
+            format!("{} {:5.1}/{:<4}{unit}{}", c.name, v, c.slo.threshold(), mark)
         })
         .collect();
     let pred = match (it.next_g_hat, it.next_sigma) {

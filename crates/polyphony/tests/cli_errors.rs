@@ -329,6 +329,7 @@ fn emu_on_an_unusable_metrics_listen_address_names_the_flag_and_exits_2() {
             size: Bytes(1000),
             start: Nanos(0),
             weight: 1.0,
+            query: None,
         }],
         Nanos(1_000_000),
     )

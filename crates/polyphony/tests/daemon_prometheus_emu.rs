@@ -78,6 +78,7 @@ fn flow(id: u64, dscp: Dscp, class: &str, slowdown: f64) -> FlowRecord {
         slowdown: Some(slowdown),
         init_cwnd: Some(10),
         error: None,
+        query: None,
     }
 }
 
