@@ -252,16 +252,31 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `w=0.10/0.45/0.45 K=300/300/300kB iw=2/2/2`.
+/// `w=0.10/0.45/0.45 K=300/300/300kB iw=2/2/2`, then ` B=–/–/24kB` when a class has a buffer
+/// of its own and the algorithms when a class sets one.
 pub fn describe(c: &NetworkConfig) -> String {
     let w: Vec<String> = c.classes.iter().map(|c| format!("{:.2}", c.weight)).collect();
-    let k: Vec<String> = c
-        .classes
-        .iter()
-        .map(|c| format!("{:.0}", c.ecn_threshold.0 as f64 / 1000.0))
-        .collect();
+    let kb = |b: u64| format!("{:.0}", b as f64 / 1000.0);
+    let k: Vec<String> = c.classes.iter().map(|c| kb(c.ecn_threshold.0)).collect();
     let iw: Vec<String> = c.classes.iter().map(|c| c.init_cwnd.0.to_string()).collect();
-    format!("w={} K={}kB iw={}", w.join("/"), k.join("/"), iw.join("/"))
+    let mut out = format!("w={} K={}kB iw={}", w.join("/"), k.join("/"), iw.join("/"));
+    if c.classes.iter().any(|c| c.buffer.is_some()) {
+        let b: Vec<String> = c
+            .classes
+            .iter()
+            .map(|c| c.buffer.map_or("–".into(), |b| kb(b.0)))
+            .collect();
+        out += &format!(" B={}kB", b.join("/"));
+    }
+    if c.classes.iter().any(|c| c.congestion_control.is_some()) {
+        let a: Vec<&str> = c
+            .classes
+            .iter()
+            .map(|c| c.congestion_control.as_ref().map_or("–", |a| a.name()))
+            .collect();
+        out += &format!(" cc={}", a.join("/"));
+    }
+    out
 }
 
 fn line(scenario: &Scenario, it: &DemoIteration) -> String {
@@ -290,4 +305,18 @@ fn line(scenario: &Scenario, it: &DemoIteration) -> String {
         it.reason,
         it.seconds.2
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyphony_spec::{Bytes, Dscp, Packets};
+
+    #[test]
+    fn describe_names_buffers_and_algorithms_only_when_set() {
+        let mut c = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF41], Bytes(30_000), Packets(10));
+        assert_eq!(describe(&c), "w=0.50/0.50 K=30/30kB iw=10/10");
+        c.classes[1].buffer = Some(Bytes(24_000));
+        assert_eq!(describe(&c), "w=0.50/0.50 K=30/30kB iw=10/10 B=–/24kB");
+    }
 }
