@@ -144,6 +144,8 @@ mod tests {
             init_cwnd: Some(10),
             error: None,
             query: None,
+            request_ns: None,
+            received_ns: None,
         }
     }
 

@@ -79,6 +79,8 @@ fn flow(id: u64, dscp: Dscp, class: &str, slowdown: f64) -> FlowRecord {
         init_cwnd: Some(10),
         error: None,
         query: None,
+        request_ns: None,
+        received_ns: None,
     }
 }
 
