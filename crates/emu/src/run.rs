@@ -500,20 +500,38 @@ async fn responder(
         let id = FlowId(u64::from_le_bytes(buf[..8].try_into().unwrap_or_default()));
         let sent = u64::from_le_bytes(buf[8..16].try_into().unwrap_or_default());
         let Some(f) = responses.remove(&id) else { continue };
-        if open.load(Ordering::Relaxed) >= ctx.max_open {
-            let _ = ctx.tx.send(Msg::Skipped);
-            continue;
-        }
-        open.fetch_add(1, Ordering::Relaxed);
-        let (c, o) = (ctx.clone(), open.clone());
-        set.spawn(async move {
-            let mut r = one_flow(&c, f).await;
-            r.request_ns = Some(sent);
-            o.fetch_sub(1, Ordering::Relaxed);
-            let _ = c.tx.send(Msg::Flow(Box::new(r)));
-        });
-        while set.try_join_next().is_some() {}
+        start_flow(&mut set, &ctx, &open, f, Some(sent));
     }
+    drain(set, &ctx).await;
+}
+
+/// Starts flow `f` (a response when `request` holds its request's time) unless the sender
+/// already has its maximum of open flows (then it is skipped and counted).
+fn start_flow(
+    set: &mut tokio::task::JoinSet<()>,
+    ctx: &Arc<SenderCtx>,
+    open: &Arc<AtomicUsize>,
+    f: Flow,
+    request: Option<u64>,
+) {
+    if open.load(Ordering::Relaxed) >= ctx.max_open {
+        let _ = ctx.tx.send(Msg::Skipped);
+        return;
+    }
+    open.fetch_add(1, Ordering::Relaxed);
+    let (c, o) = (ctx.clone(), open.clone());
+    set.spawn(async move {
+        let mut r = one_flow(&c, f).await;
+        r.request_ns = request;
+        o.fetch_sub(1, Ordering::Relaxed);
+        let _ = c.tx.send(Msg::Flow(Box::new(r)));
+    });
+    // Reap finished tasks so the set does not grow with the run.
+    while set.try_join_next().is_some() {}
+}
+
+/// Waits for the set's flows until a second past the deadline, then aborts the rest.
+async fn drain(mut set: tokio::task::JoinSet<()>, ctx: &SenderCtx) {
     let _ = tokio::time::timeout_at(at(ctx.deadline + 1_000_000_000), async {
         while set.join_next().await.is_some() {}
     })
@@ -576,25 +594,9 @@ fn sender_thread(ctx: SenderCtx, flows: Vec<Flow>, responses: HashMap<FlowId, Fl
             if monotonic_ns() >= ctx.deadline {
                 break;
             }
-            if open.load(Ordering::Relaxed) >= ctx.max_open {
-                let _ = ctx.tx.send(Msg::Skipped);
-                continue;
-            }
-            open.fetch_add(1, Ordering::Relaxed);
-            let (c, o) = (ctx.clone(), open.clone());
-            set.spawn(async move {
-                let r = one_flow(&c, f).await;
-                o.fetch_sub(1, Ordering::Relaxed);
-                let _ = c.tx.send(Msg::Flow(Box::new(r)));
-            });
-            // Reap finished tasks so the set does not grow with the run.
-            while set.try_join_next().is_some() {}
+            start_flow(&mut set, &ctx, &open, f, None);
         }
-        let _ = tokio::time::timeout_at(at(ctx.deadline + 1_000_000_000), async {
-            while set.join_next().await.is_some() {}
-        })
-        .await;
-        set.abort_all();
+        drain(set, &ctx).await;
     });
     Ok(())
 }
