@@ -36,6 +36,9 @@ pub struct ClassTarget {
     /// The class.
     pub dscp: Dscp,
     /// The objective: which SLI (slowdown at a percentile, or p99 QCT) and the threshold v_i.
+    /// Flattened, so that a state saved before SLOs had kinds (`percentile`, `max_slowdown`
+    /// beside `name`) reads back as the slowdown objective it was.
+    #[serde(flatten)]
     pub slo: Slo,
     /// Normalised weight ω_i (mean 1 over the classes).
     pub weight: f64,
@@ -294,6 +297,24 @@ mod tests {
         none.classes[3].qct = None;
         let e = o.ratios(&none).unwrap_err().to_string();
         assert!(e.contains("agg") && e.contains("no query"), "{e}");
+    }
+
+    #[test]
+    fn a_target_saved_before_slo_kinds_reads_back() {
+        let old = r#"{"name":"AF11","dscp":10,"percentile":0.99,"max_slowdown":11.0,"weight":1.0}"#;
+        let t: ClassTarget = serde_json::from_str(old).unwrap();
+        assert_eq!(t.slo, polyphony_spec::Slo::p99(11.0));
+        let q = ClassTarget {
+            slo: polyphony_spec::Slo::qct_p99(polyphony_spec::Nanos(2_000_000)),
+            ..t.clone()
+        };
+        let json = serde_json::to_string(&q).unwrap();
+        assert!(json.contains(r#""kind":"qct_p99","max_qct_us":2000.0"#), "{json}");
+        assert_eq!(serde_json::from_str::<ClassTarget>(&json).unwrap(), q);
+        assert_eq!(
+            serde_json::from_str::<ClassTarget>(&serde_json::to_string(&t).unwrap()).unwrap(),
+            t
+        );
     }
 
     #[test]
