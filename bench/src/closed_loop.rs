@@ -53,7 +53,8 @@ pub struct IterationRecord {
     pub iteration: usize,
     /// Configuration in force during the interval.
     pub config: NetworkConfig,
-    /// Measured p99 slowdown per class, in scenario order (NaN: no flow of the class finished).
+    /// Measured SLI per class, in scenario order, in its SLO's unit: the p99 slowdown, or the
+    /// p99 query completion time in µs for a `qct_p99` SLO (NaN: nothing of the class finished).
     pub p99: Vec<f64>,
     /// r_i = p99_i / SLO_i (NaN where p99 is).
     pub ratios: Vec<f64>,
@@ -274,7 +275,7 @@ pub fn run_tuner(
         }
         let p99: Vec<f64> = classes
             .iter()
-            .map(|c| m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99))
+            .map(|c| m.sli.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::NAN))
             .collect();
         let objective = step.tuner().objective();
         let rec = IterationRecord {

@@ -183,7 +183,7 @@ fn describe(sc: &polyphony_spec::Scenario) -> String {
     let slos: Vec<String> = sc
         .classes
         .iter()
-        .map(|c| format!("{} ≤ {:.2}", c.name, c.slo.max_slowdown))
+        .map(|c| format!("{} {}", c.name, c.slo.describe()))
         .collect();
     let topo = sc.topology.to_string();
     let phases = if sc.phases.is_empty() {
@@ -325,7 +325,7 @@ pub fn scale_overview(results: &[ScenarioResult]) -> String {
                 .scenario
                 .classes
                 .iter()
-                .map(|c| format!("{:.1}", c.slo.max_slowdown))
+                .map(|c| format!("{:.1}{}", c.slo.threshold(), c.slo.kind().unit()))
                 .collect();
             let _ = writeln!(
                 rows,

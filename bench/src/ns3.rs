@@ -655,6 +655,7 @@ mod tests {
             start: Nanos(0),
             fct: Nanos(1_000_000 + extra_ms * 1_000_000),
             ideal: Nanos(1_000_000),
+            query: None,
         };
         // 200 flows: the p99 rank is the 198th; two RTO flows are the 199th and 200th.
         let mut v: Vec<_> = (0..198).map(|i| f(i, 0)).collect();

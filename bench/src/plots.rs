@@ -165,9 +165,9 @@ fn class_lines(res: &ScenarioResult, t: &RunTrace) -> Vec<Line> {
         });
         let end = minutes(res, t.records.len().saturating_sub(1));
         lines.push(Line {
-            label: format!("{} SLO {}", c.name, c.slo.max_slowdown),
+            label: format!("{} SLO {}", c.name, c.slo.show(c.slo.threshold())),
             colour,
-            points: vec![(0.0, c.slo.max_slowdown), (end, c.slo.max_slowdown)],
+            points: vec![(0.0, c.slo.threshold()), (end, c.slo.threshold())],
             dashed: true,
         });
     }

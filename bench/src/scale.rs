@@ -197,6 +197,7 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
                     size_cdf: cell.sizes.into(),
                     load: 0.2,
                     sigma: cell.sigma,
+                    incast: None,
                 })
                 .collect(),
             phases: vec![],
@@ -217,7 +218,7 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
                 opts.slo_basis.name()
             );
             for (c, b) in s.classes.iter_mut().zip(&base) {
-                c.slo.max_slowdown = (factor * b).max(1.0);
+                c.slo = polyphony_spec::Slo::p99((factor * b).max(1.0));
             }
             let mut p = Planned::new(&s.name.clone(), s, TrafficMatrix::Fixed(cell.matrix));
             p.reference = Some(reference.clone());
@@ -388,7 +389,7 @@ mod tests {
         let (base, chosen) = baseline(sc, planned[0].matrix, &opts, 0).expect("baseline");
         for (p, factor) in planned.iter().zip([1.25, 1.5]) {
             assert_eq!(p.reference.as_ref(), Some(&chosen), "{}", p.label);
-            let slos: Vec<f64> = p.scenario.classes.iter().map(|c| c.slo.max_slowdown).collect();
+            let slos: Vec<f64> = p.scenario.classes.iter().map(|c| c.slo.threshold()).collect();
             let want: Vec<f64> = base.iter().map(|b| (factor * b).max(1.0)).collect();
             assert_eq!(slos, want, "{}", p.label);
         }
@@ -413,7 +414,7 @@ mod tests {
             .expect("replay");
         for c in &p.scenario.classes {
             let p99 = sli.get(c.dscp).expect("class measured").p99;
-            assert_eq!(c.slo.max_slowdown, (1.25 * p99).max(1.0), "{}", c.name);
+            assert_eq!(c.slo.threshold(), (1.25 * p99).max(1.0), "{}", c.name);
         }
         // The window-median basis measures interval-long windows.
         let median = small(SloBasis::WindowMedian);

@@ -103,7 +103,7 @@ impl Problem {
                 .iter()
                 .zip(ratios)
                 .map(|(c, r)| {
-                    let y = r * c.slo.max_slowdown;
+                    let y = r * c.slo.threshold();
                     ClassSli {
                         dscp: c.dscp,
                         flows: 1000,
@@ -111,6 +111,7 @@ impl Problem {
                         p99: y,
                         p999: y * 1.5,
                         mean: y / 2.0,
+                        qct: None,
                     }
                 })
                 .collect(),

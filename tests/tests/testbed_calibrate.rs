@@ -66,7 +66,7 @@ fn random_config(dscps: &[Dscp], rng: &mut Rng) -> NetworkConfig {
 fn worst_ratio(p99: &[f64], sc: &Scenario) -> f64 {
     p99.iter()
         .zip(&sc.classes)
-        .map(|(p, c)| p / c.slo.max_slowdown)
+        .map(|(p, c)| p / c.slo.threshold())
         .fold(0.0, f64::max)
 }
 

@@ -138,6 +138,7 @@ mod tests {
             size: Bytes(1000),
             start: Nanos(0),
             weight: 1.0,
+            query: None,
         };
         std::fs::write(&trace, serde_json::to_string(&f).unwrap() + "\n").unwrap();
         let scenario =

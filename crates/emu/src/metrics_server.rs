@@ -143,6 +143,9 @@ mod tests {
             slowdown: Some(slowdown),
             init_cwnd: Some(10),
             error: None,
+            query: None,
+            request_ns: None,
+            received_ns: None,
         }
     }
 

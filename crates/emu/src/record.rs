@@ -2,7 +2,7 @@
 //! one [`IntervalSummary`] per measurement interval (JSON lines). Formats are documented in
 //! `docs/testbed.md`.
 
-use polyphony_spec::{ClassSli, Dscp, FlowId, FlowOutcome, Nanos};
+use polyphony_spec::{ClassSli, Dscp, FlowId, FlowOutcome, Nanos, QueryId};
 use serde::{Deserialize, Serialize};
 
 /// What happened to one flow. Timestamps are CLOCK_MONOTONIC nanoseconds (comparable with
@@ -45,18 +45,35 @@ pub struct FlowRecord {
     /// Why the flow did not finish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The query the flow answers (a partition-aggregate response), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<QueryId>,
+    /// A response: CLOCK_MONOTONIC when the requester sent the query's request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_ns: Option<u64>,
+    /// A response: CLOCK_MONOTONIC when the requester read the response's last byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_ns: Option<u64>,
 }
 
 impl FlowRecord {
-    /// The outcome in the shared vocabulary, for finished flows.
+    /// The outcome in the shared vocabulary, for finished flows. A query's response is timed
+    /// at the requester: from the request's sending to the reading of the response's last byte,
+    /// so that the query's completion time ([`polyphony_spec::QctSli`]) is measured there.
     pub fn outcome(&self) -> Option<FlowOutcome> {
+        let fct = match self.query {
+            None => self.fct_ns?,
+            Some(_) => self.received_ns?.checked_sub(self.request_ns?)?,
+        };
+        self.fct_ns?;
         Some(FlowOutcome {
             id: self.id,
             dscp: self.dscp,
             size: polyphony_spec::Bytes(self.size),
             start: Nanos(self.sched_ns),
-            fct: Nanos(self.fct_ns?),
+            fct: Nanos(fct),
             ideal: Nanos(self.ideal_ns),
+            query: self.query,
         })
     }
 }

@@ -7,13 +7,25 @@
 //! skipped and counted). FCT = CLOCK_MONOTONIC from just before `connect()` to the arrival of
 //! the receiver's one-byte application acknowledgement, which the sink sends after reading the
 //! last byte (end of stream). Nothing runs past `duration + drain`.
+//!
+//! **Queries (incast).** Flows that carry a query id are the responses of partition-aggregate
+//! queries. A requester thread in the receiver's namespace sends, at each query's scheduled
+//! time, one request (a UDP datagram: the response's flow id and the request's
+//! CLOCK_MONOTONIC time) to every responder's sender namespace (port `port + 1`); each
+//! responder answers at once by opening its response flow to the sink as any flow. The sink's
+//! acknowledgement carries the time it read the response's last byte, so each response is
+//! timed at the requester (request sent → last byte read) and a query's completion time is the
+//! last of its responses ([`FlowRecord::outcome`]). Only complete queries (every response
+//! finished) count towards QCT statistics. Requests go only to the instance's own namespaces;
+//! one request per scheduled response, none after the deadline.
 
 use crate::metrics::EmuMetrics;
 use crate::record::{FlowRecord, IntervalSummary, RunSummary};
 use crate::sock::{mark_class, monotonic_ns, raise_nofile, snd_cwnd};
 use crate::EmuError;
 use polyphony_netns::{enter, Hosts};
-use polyphony_spec::{Bytes, ClassSli, Dscp, Flow, IdealFct, Nanos, Workload};
+use polyphony_spec::{Bytes, ClassSli, Dscp, Flow, FlowId, FlowOutcome, IdealFct, Nanos, QctSli, QueryId, Workload};
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -100,6 +112,16 @@ pub fn run(plan: &EmuPlan, workload: &Workload, duration: Nanos, out: &EmuOutput
     raise_nofile();
     let wall0 = monotonic_ns();
     let flows: Vec<Flow> = workload.flows.iter().filter(|f| f.start < duration).copied().collect();
+    // Queries: their start and responders (flow id, sender), and how many responses each has.
+    let mut queries: BTreeMap<QueryId, (Nanos, Vec<(FlowId, u32)>)> = BTreeMap::new();
+    for f in &flows {
+        if let Some(q) = f.query {
+            let e = queries.entry(q).or_insert((f.start, Vec::new()));
+            e.0 = e.0.min(f.start);
+            e.1.push((f.id, f.src.0));
+        }
+    }
+    let fan_in: HashMap<QueryId, usize> = queries.iter().map(|(q, (_, r))| (*q, r.len())).collect();
     let deadline_rel = duration.0 + plan.drain.0;
     // The sink first; senders only start once it listens.
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), EmuError>>();
@@ -125,7 +147,16 @@ pub fn run(plan: &EmuPlan, workload: &Workload, duration: Nanos, out: &EmuOutput
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut senders = Vec::new();
     for i in 0..plan.hosts.senders {
-        let mine: Vec<Flow> = flows.iter().filter(|f| f.src.0 == i).copied().collect();
+        let mine: Vec<Flow> = flows
+            .iter()
+            .filter(|f| f.src.0 == i && f.query.is_none())
+            .copied()
+            .collect();
+        let responses: HashMap<FlowId, Flow> = flows
+            .iter()
+            .filter(|f| f.src.0 == i && f.query.is_some())
+            .map(|f| (f.id, *f))
+            .collect();
         let ctx = SenderCtx {
             ns: plan.hosts.sender_ns(i),
             host: i,
@@ -140,12 +171,37 @@ pub fn run(plan: &EmuPlan, workload: &Workload, duration: Nanos, out: &EmuOutput
         senders.push(
             std::thread::Builder::new()
                 .name(format!("emu-h{i}"))
-                .spawn(move || sender_thread(ctx, mine))
+                .spawn(move || sender_thread(ctx, mine, responses))
                 .map_err(|_| EmuError::Worker(format!("sender {i}")))?,
         );
     }
     drop(tx);
-    let collected = collect(plan, out, rx, t0);
+    let requester = if queries.is_empty() {
+        None
+    } else {
+        let (ns, port, deadline) = (plan.hosts.receiver_ns(), plan.port, t0 + deadline_rel);
+        let list: Vec<(Nanos, Vec<(FlowId, u32)>)> = {
+            let mut v: Vec<_> = queries.into_values().collect();
+            v.sort_by_key(|q| q.0);
+            v
+        };
+        Some(
+            std::thread::Builder::new()
+                .name("emu-requester".into())
+                .spawn(move || requester_thread(ns, port, t0, deadline, list))
+                .map_err(|_| EmuError::Worker("requester".into()))?,
+        )
+    };
+    let collected = collect(plan, out, rx, t0, &fan_in);
+    if let Some(r) = requester {
+        match r.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                first_err_requester(&e);
+            }
+            Err(_) => tracing::warn!("emu requester thread panicked"),
+        }
+    }
     let mut first_err = None;
     for (i, s) in senders.into_iter().enumerate() {
         match s.join() {
@@ -166,7 +222,11 @@ pub fn run(plan: &EmuPlan, workload: &Workload, duration: Nanos, out: &EmuOutput
     let (records, intervals, skipped) = collected?;
     let dscps: Vec<Dscp> = plan.classes.iter().map(|c| c.0).collect();
     let outcomes: Vec<_> = records.iter().filter_map(FlowRecord::outcome).collect();
-    let sli = polyphony_spec::SliVector::from_outcomes(&outcomes, &dscps);
+    let mut sli = polyphony_spec::SliVector::from_outcomes(&outcomes, &dscps);
+    let complete = complete_queries(&records, &fan_in, 0, u64::MAX);
+    for c in &mut sli.classes {
+        c.qct = QctSli::from_outcomes(&complete, c.dscp);
+    }
     let finished = outcomes.len() as u64;
     let summary = RunSummary {
         classes: sli.classes,
@@ -231,7 +291,13 @@ fn validate(plan: &EmuPlan, workload: &Workload, duration: Nanos) -> Result<(), 
 
 type Collected = (Vec<FlowRecord>, Vec<IntervalSummary>, u64);
 
-fn collect(plan: &EmuPlan, out: &EmuOutputs, rx: mpsc::Receiver<Msg>, t0: u64) -> Result<Collected, EmuError> {
+fn collect(
+    plan: &EmuPlan,
+    out: &EmuOutputs,
+    rx: mpsc::Receiver<Msg>,
+    t0: u64,
+    fan_in: &HashMap<QueryId, usize>,
+) -> Result<Collected, EmuError> {
     let open = |p: &Option<PathBuf>| -> Result<Option<std::io::BufWriter<std::fs::File>>, EmuError> {
         p.as_ref()
             .map(|p| {
@@ -267,10 +333,16 @@ fn collect(plan: &EmuPlan, out: &EmuOutputs, rx: mpsc::Receiver<Msg>, t0: u64) -
                 _ => {}
             }
         }
+        // Queries whose last response was read in this interval.
+        let complete = complete_queries(records, fan_in, s, e);
         let classes: Vec<ClassSli> = dscps
             .iter()
             .zip(per.iter_mut())
-            .filter_map(|(&d, v)| ClassSli::from_slowdowns(d, v))
+            .filter_map(|(&d, v)| {
+                let mut c = ClassSli::from_slowdowns(d, v)?;
+                c.qct = QctSli::from_outcomes(&complete, d);
+                Some(c)
+            })
             .collect();
         let sum = IntervalSummary {
             interval: k,
@@ -338,6 +410,135 @@ fn collect(plan: &EmuPlan, out: &EmuOutputs, rx: mpsc::Receiver<Msg>, t0: u64) -
     Ok((records, intervals, skipped))
 }
 
+/// The requester-timed outcomes of every query whose responses all finished, the last one read
+/// (CLOCK_MONOTONIC) in `[from, until)`.
+fn complete_queries(
+    records: &[FlowRecord],
+    fan_in: &HashMap<QueryId, usize>,
+    from: u64,
+    until: u64,
+) -> Vec<FlowOutcome> {
+    let mut by: HashMap<QueryId, (Vec<FlowOutcome>, u64)> = HashMap::new();
+    for r in records {
+        if let (Some(q), Some(o), Some(got)) = (r.query, r.outcome(), r.received_ns) {
+            let e = by.entry(q).or_default();
+            e.0.push(o);
+            e.1 = e.1.max(got);
+        }
+    }
+    by.into_iter()
+        .filter(|(q, (v, last))| fan_in.get(q) == Some(&v.len()) && (from..until).contains(last))
+        .flat_map(|(_, (v, _))| v)
+        .collect()
+}
+
+fn first_err_requester(e: &EmuError) {
+    tracing::warn!("emu requester: {e}; queries after the failure were not requested");
+}
+
+/// Bytes of a request datagram: the response's flow id and the request's CLOCK_MONOTONIC time
+/// (both little endian).
+const REQUEST_BYTES: usize = 16;
+
+/// Sends each query's requests at its scheduled time (from the receiver's namespace) until the
+/// deadline.
+fn requester_thread(
+    ns: String,
+    port: u16,
+    t0: u64,
+    deadline: u64,
+    queries: Vec<(Nanos, Vec<(FlowId, u32)>)>,
+) -> Result<(), EmuError> {
+    enter(&ns)?;
+    let sock = std::net::UdpSocket::bind((Hosts::receiver_addr(), 0))
+        .map_err(|e| EmuError::socket(format!("requester: bind a UDP socket in {ns}"), e))?;
+    for (start, responders) in queries {
+        let when = t0 + start.0;
+        let now = monotonic_ns();
+        if when >= deadline || now >= deadline {
+            break;
+        }
+        if when > now {
+            std::thread::sleep(Duration::from_nanos(when - now));
+        }
+        let sent = monotonic_ns();
+        for (id, host) in responders {
+            let mut d = [0u8; REQUEST_BYTES];
+            d[..8].copy_from_slice(&id.0.to_le_bytes());
+            d[8..].copy_from_slice(&sent.to_le_bytes());
+            if let Err(e) = sock.send_to(&d, (Hosts::sender_addr(host), port + 1)) {
+                tracing::warn!("request for flow {} to sender {host}: {e}", id.0);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Answers requests: each datagram names one of this sender's responses, which starts at once
+/// (a response is sent at most once; unknown ids are ignored). Stops at the deadline.
+async fn responder(
+    ctx: Arc<SenderCtx>,
+    sock: tokio::net::UdpSocket,
+    mut responses: HashMap<FlowId, Flow>,
+    open: Arc<AtomicUsize>,
+) {
+    let mut set = tokio::task::JoinSet::new();
+    let mut buf = [0u8; 64];
+    while !responses.is_empty() {
+        let got = tokio::time::timeout_at(at(ctx.deadline), sock.recv_from(&mut buf)).await;
+        let n = match got {
+            Ok(Ok((n, _))) => n,
+            Ok(Err(e)) => {
+                tracing::warn!("responder {}: {e}", ctx.host);
+                continue;
+            }
+            Err(_) => break,
+        };
+        if n != REQUEST_BYTES {
+            continue;
+        }
+        let id = FlowId(u64::from_le_bytes(buf[..8].try_into().unwrap_or_default()));
+        let sent = u64::from_le_bytes(buf[8..16].try_into().unwrap_or_default());
+        let Some(f) = responses.remove(&id) else { continue };
+        start_flow(&mut set, &ctx, &open, f, Some(sent));
+    }
+    drain(set, &ctx).await;
+}
+
+/// Starts flow `f` (a response when `request` holds its request's time) unless the sender
+/// already has its maximum of open flows (then it is skipped and counted).
+fn start_flow(
+    set: &mut tokio::task::JoinSet<()>,
+    ctx: &Arc<SenderCtx>,
+    open: &Arc<AtomicUsize>,
+    f: Flow,
+    request: Option<u64>,
+) {
+    if open.load(Ordering::Relaxed) >= ctx.max_open {
+        let _ = ctx.tx.send(Msg::Skipped);
+        return;
+    }
+    open.fetch_add(1, Ordering::Relaxed);
+    let (c, o) = (ctx.clone(), open.clone());
+    set.spawn(async move {
+        let mut r = one_flow(&c, f).await;
+        r.request_ns = request;
+        o.fetch_sub(1, Ordering::Relaxed);
+        let _ = c.tx.send(Msg::Flow(Box::new(r)));
+    });
+    // Reap finished tasks so the set does not grow with the run.
+    while set.try_join_next().is_some() {}
+}
+
+/// Waits for the set's flows until a second past the deadline, then aborts the rest.
+async fn drain(mut set: tokio::task::JoinSet<()>, ctx: &SenderCtx) {
+    let _ = tokio::time::timeout_at(at(ctx.deadline + 1_000_000_000), async {
+        while set.join_next().await.is_some() {}
+    })
+    .await;
+    set.abort_all();
+}
+
 struct SenderCtx {
     ns: String,
     host: u32,
@@ -368,37 +569,34 @@ fn at(mono: u64) -> tokio::time::Instant {
     }
 }
 
-fn sender_thread(ctx: SenderCtx, flows: Vec<Flow>) -> Result<(), EmuError> {
+fn sender_thread(ctx: SenderCtx, flows: Vec<Flow>, responses: HashMap<FlowId, Flow>) -> Result<(), EmuError> {
     enter(&ctx.ns)?;
     let rt = runtime()?;
     let ctx = Arc::new(ctx);
+    // The responder's socket, bound before time zero so that no request is missed.
+    let udp = if responses.is_empty() {
+        None
+    } else {
+        let addr = SocketAddr::from((Hosts::sender_addr(ctx.host), ctx.port + 1));
+        let s = rt
+            .block_on(async { tokio::net::UdpSocket::bind(addr).await })
+            .map_err(|e| EmuError::socket(format!("responder: bind {addr} in {}", ctx.ns), e))?;
+        Some(s)
+    };
     rt.block_on(async move {
         let open = Arc::new(AtomicUsize::new(0));
         let mut set = tokio::task::JoinSet::new();
+        if let Some(sock) = udp {
+            set.spawn(responder(ctx.clone(), sock, responses, open.clone()));
+        }
         for f in flows {
             tokio::time::sleep_until(at(ctx.t0 + f.start.0)).await;
             if monotonic_ns() >= ctx.deadline {
                 break;
             }
-            if open.load(Ordering::Relaxed) >= ctx.max_open {
-                let _ = ctx.tx.send(Msg::Skipped);
-                continue;
-            }
-            open.fetch_add(1, Ordering::Relaxed);
-            let (c, o) = (ctx.clone(), open.clone());
-            set.spawn(async move {
-                let r = one_flow(&c, f).await;
-                o.fetch_sub(1, Ordering::Relaxed);
-                let _ = c.tx.send(Msg::Flow(Box::new(r)));
-            });
-            // Reap finished tasks so the set does not grow with the run.
-            while set.try_join_next().is_some() {}
+            start_flow(&mut set, &ctx, &open, f, None);
         }
-        let _ = tokio::time::timeout_at(at(ctx.deadline + 1_000_000_000), async {
-            while set.join_next().await.is_some() {}
-        })
-        .await;
-        set.abort_all();
+        drain(set, &ctx).await;
     });
     Ok(())
 }
@@ -431,6 +629,9 @@ async fn one_flow(c: &SenderCtx, f: Flow) -> FlowRecord {
         slowdown: None,
         init_cwnd: None,
         error: None,
+        query: f.query,
+        request_ns: None,
+        received_ns: None,
     };
     let deadline = at(c.deadline);
     let r = tokio::time::timeout_at(deadline, transfer(&mut rec, dst, f)).await;
@@ -466,6 +667,14 @@ async fn transfer(rec: &mut FlowRecord, dst: SocketAddr, f: Flow) -> Result<(), 
     let fct = end - rec.start_ns;
     rec.fct_ns = Some(fct);
     rec.slowdown = Some(fct as f64 / rec.ideal_ns.max(1) as f64);
+    // The ack's second part: when the sink read the last byte (sent in the same write).
+    let mut read_at = [0u8; 8];
+    s.read_exact(&mut read_at)
+        .await
+        .map_err(|e| format!("reading the sink's read-time: {e}"))?;
+    if rec.query.is_some() {
+        rec.received_ns = Some(u64::from_le_bytes(read_at));
+    }
     Ok(())
 }
 
@@ -529,7 +738,11 @@ async fn sink_conn(mut s: tokio::net::TcpStream) {
             Err(_) => return,
         }
     }
-    let _ = s.write_all(&[1u8]).await;
+    // The one-byte application ack, then when the last byte was read (a query's response is
+    // timed at the requester by it), in one write: one segment.
+    let mut ack = [1u8; 9];
+    ack[1..].copy_from_slice(&monotonic_ns().to_le_bytes());
+    let _ = s.write_all(&ack).await;
     let _ = s.shutdown().await;
 }
 
@@ -559,6 +772,7 @@ mod tests {
             size: Bytes(1000),
             start: Nanos(0),
             weight: 1.0,
+            query: None,
         };
         Workload::new(vec![f], Nanos(0)).unwrap()
     }

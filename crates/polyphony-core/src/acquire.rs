@@ -601,7 +601,7 @@ mod tests {
                     .classes
                     .iter()
                     .map(|c| {
-                        let y = self.ratio * c.slo.max_slowdown;
+                        let y = self.ratio * c.slo.threshold();
                         ClassSli {
                             dscp: c.dscp,
                             flows: 100,
@@ -609,6 +609,7 @@ mod tests {
                             p99: y,
                             p999: y,
                             mean: y,
+                            qct: None,
                         }
                     })
                     .collect(),

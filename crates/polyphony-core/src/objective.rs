@@ -7,6 +7,10 @@
 //! `fairness = (1/N) Σ ω_i |r_i − r̄|`; `J = LSE + λ·fairness`. Lower is better; every SLO is
 //! met iff max r_i ≤ 1. Pure; no I/O.
 //!
+//! **SLO kinds.** y_i and v_i are in the unit of the class's SLO ([`polyphony_spec::Slo`]):
+//! an FCT slowdown at the SLO's percentile, or the p99 query completion time in µs. The ratio
+//! is unitless either way, and nothing else in the controller depends on the kind.
+//!
 //! **Lower bound.** J ≥ ln(N)/c whenever every r_i ≥ 0 (always: slowdowns and SLOs are
 //! positive). The weights ω_i/N are non-negative and sum to 1, so Jensen's inequality for the
 //! concave ln gives `ln((1/N) Σ ω_i exp(c·r_i)) ≥ (c/N) Σ ω_i r_i = c·r̄`, hence
@@ -18,7 +22,7 @@
 //! (`crate::acquire`).
 
 use crate::CoreError;
-use polyphony_spec::{Dscp, SliVector, TrafficClass};
+use polyphony_spec::{Dscp, SliVector, Slo, SloKind, TrafficClass};
 use serde::{Deserialize, Serialize};
 
 /// Why a class's SLI is unusable when it is absent.
@@ -31,10 +35,11 @@ pub struct ClassTarget {
     pub name: String,
     /// The class.
     pub dscp: Dscp,
-    /// The SLI percentile the SLO is about (0.5, 0.99 or 0.999).
-    pub percentile: f64,
-    /// The threshold v_i.
-    pub max_slowdown: f64,
+    /// The objective: which SLI (slowdown at a percentile, or p99 QCT) and the threshold v_i.
+    /// Flattened, so that a state saved before SLOs had kinds (`percentile`, `max_slowdown`
+    /// beside `name`) reads back as the slowdown objective it was.
+    #[serde(flatten)]
+    pub slo: Slo,
     /// Normalised weight ω_i (mean 1 over the classes).
     pub weight: f64,
 }
@@ -54,20 +59,27 @@ impl ClassTarget {
             class: self.name.clone(),
             why: MISSING.into(),
         })?;
-        let y = s.at(self.percentile).ok_or_else(|| CoreError::InvalidSli {
+        let y = self.slo.sli(s).ok_or_else(|| CoreError::InvalidSli {
             class: self.name.clone(),
-            why: format!("percentile {} is not carried by the SLI", self.percentile),
+            why: match self.slo.kind() {
+                SloKind::FctSlowdownP99 => format!("percentile {} is not carried by the SLI", self.slo.percentile()),
+                SloKind::QctP99 => "no query completion times: no query of this class completed in the interval".into(),
+            },
         })?;
         if !(y.is_finite() && y > 0.0) {
             return Err(CoreError::InvalidSli {
                 class: self.name.clone(),
                 why: format!(
-                    "p{} slowdown = {y}: must be a finite positive number; drop this interval's measurement",
-                    self.percentile * 100.0
+                    "{} = {y}{}: must be a finite positive number; drop this interval's measurement",
+                    match self.slo.kind() {
+                        SloKind::FctSlowdownP99 => format!("p{} slowdown", self.slo.percentile() * 100.0),
+                        SloKind::QctP99 => "p99 QCT".into(),
+                    },
+                    self.slo.kind().unit()
                 ),
             });
         }
-        Ok(y / self.max_slowdown)
+        Ok(y / self.slo.threshold())
     }
 }
 
@@ -90,10 +102,14 @@ impl Objective {
                     cl.name, cl.weight
                 )));
             }
-            if ![0.5, 0.99, 0.999].iter().any(|p| (p - cl.slo.percentile).abs() < 1e-9) {
+            if ![0.5, 0.99, 0.999]
+                .iter()
+                .any(|p| (p - cl.slo.percentile()).abs() < 1e-9)
+            {
                 return Err(CoreError::InvalidObjective(format!(
                     "class {} percentile = {}: SLIs carry p50, p99 and p99.9 only",
-                    cl.name, cl.slo.percentile
+                    cl.name,
+                    cl.slo.percentile()
                 )));
             }
         }
@@ -109,8 +125,7 @@ impl Objective {
                 .map(|cl| ClassTarget {
                     name: cl.name.clone(),
                     dscp: cl.dscp,
-                    percentile: cl.slo.percentile,
-                    max_slowdown: cl.slo.max_slowdown,
+                    slo: cl.slo,
                     weight: cl.weight / mean_w,
                 })
                 .collect(),
@@ -241,6 +256,7 @@ mod tests {
             p99,
             p999: p99,
             mean: 1.0,
+            qct: None,
         }
     }
 
@@ -251,6 +267,54 @@ mod tests {
             classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, 13.0), sli(Dscp::AF31, 34.0)],
         };
         assert_eq!(o.ratios(&s).unwrap(), vec![0.5, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn a_qct_slo_divides_the_p99_qct_by_its_threshold() {
+        use polyphony_spec::{Nanos, QctSli, Slo};
+        let mut cls = classes();
+        cls.push(TrafficClass {
+            name: "agg".into(),
+            dscp: Dscp::AF41,
+            slo: Slo::qct_p99(Nanos(2_000_000)),
+            weight: 1.0,
+        });
+        let o = Objective::new(&cls, 10.0, 0.5).unwrap();
+        // The QCT class's slowdown is far above anything; only its p99 QCT counts.
+        let mut agg = sli(Dscp::AF41, 500.0);
+        agg.qct = Some(QctSli {
+            queries: 40,
+            p50: Nanos(900_000),
+            p99: Nanos(3_000_000),
+            p999: Nanos(3_500_000),
+        });
+        let s = SliVector {
+            classes: vec![sli(Dscp::AF11, 5.0), sli(Dscp::AF21, 13.0), sli(Dscp::AF31, 34.0), agg],
+        };
+        assert_eq!(o.ratios(&s).unwrap(), vec![0.5, 1.0, 2.0, 1.5]);
+        // Without completed queries the class has no QCT SLI: an error naming it.
+        let mut none = s.clone();
+        none.classes[3].qct = None;
+        let e = o.ratios(&none).unwrap_err().to_string();
+        assert!(e.contains("agg") && e.contains("no query"), "{e}");
+    }
+
+    #[test]
+    fn a_target_saved_before_slo_kinds_reads_back() {
+        let old = r#"{"name":"AF11","dscp":10,"percentile":0.99,"max_slowdown":11.0,"weight":1.0}"#;
+        let t: ClassTarget = serde_json::from_str(old).unwrap();
+        assert_eq!(t.slo, polyphony_spec::Slo::p99(11.0));
+        let q = ClassTarget {
+            slo: polyphony_spec::Slo::qct_p99(polyphony_spec::Nanos(2_000_000)),
+            ..t.clone()
+        };
+        let json = serde_json::to_string(&q).unwrap();
+        assert!(json.contains(r#""kind":"qct_p99","max_qct_us":2000.0"#), "{json}");
+        assert_eq!(serde_json::from_str::<ClassTarget>(&json).unwrap(), q);
+        assert_eq!(
+            serde_json::from_str::<ClassTarget>(&serde_json::to_string(&t).unwrap()).unwrap(),
+            t
+        );
     }
 
     #[test]

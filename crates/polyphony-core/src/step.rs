@@ -498,6 +498,7 @@ pub(crate) mod tests {
                     p99: p,
                     p999: p,
                     mean: 1.0,
+                    qct: None,
                 })
                 .collect(),
         }

@@ -1,7 +1,10 @@
 //! The flow-level models (flowsim and the corrected model, side by side) against pktsim on a
-//! scenario across random configurations from `KnobSpace::per_class_default`: per-class p99 mean absolute relative error, Spearman rank
-//! correlation of J (LSE with c = 10, λ = 0.5, r_i = p99_i / SLO_i), and the speed ratio, all
-//! measured in one run on one core. Prints a Markdown table.
+//! scenario across random configurations from `KnobSpace::per_class_default` (or, with
+//! `--scenario-knobs`, the scenario's own space: buffers and categorical choices): per-class
+//! mean absolute relative error of the SLI each class's SLO is about (p99 slowdown, or p99 QCT),
+//! also per combination of categorical choices, Spearman rank correlation of J (LSE with c = 10,
+//! λ = 0.5, r_i = SLI_i / SLO_i), and the speed ratio, all measured in one run on one core.
+//! Prints a Markdown table.
 //!
 //! Timing, side by side: pktsim evaluates the configurations one at a time, and after each of
 //! them every flow-level model evaluates the whole batch (a few times: one batch takes about a
@@ -86,6 +89,7 @@ fn main() -> Result<()> {
     let common::sample::Sample {
         scenario: s,
         configs,
+        space,
         duration,
         input,
     } = a.sample.load()?;
@@ -148,7 +152,11 @@ fn main() -> Result<()> {
     };
 
     let n = s.classes.len();
-    let p99 = |o: &ModelOutput, d| o.sli.get(d).map_or(f64::NAN, |x| x.p99);
+    let p99 = |o: &ModelOutput, d| {
+        let slo = s.classes.iter().find(|c| c.dscp == d).map(|c| c.slo);
+        o.sli.get(d).and_then(|x| slo?.sli(x)).unwrap_or(f64::NAN)
+    };
+    let labels: Vec<String> = configs.iter().map(|c| common::sample::choices(&space, c)).collect();
     let jp: Vec<f64> = po.iter().map(|p| common::objective(&p.sli, &s.classes)).collect();
     let mut are = vec![vec![0.0; n]; modes.len()];
     let mut js = vec![Vec::new(); modes.len()];
@@ -172,7 +180,14 @@ fn main() -> Result<()> {
             let knobs: Vec<String> = cfg
                 .classes
                 .iter()
-                .map(|c| format!("{:.2}/{}/{}", c.weight, c.ecn_threshold.0, c.init_cwnd.0))
+                .map(|c| {
+                    let b = c.buffer.map_or(String::new(), |b| format!("/B{}", b.0));
+                    let a = c
+                        .congestion_control
+                        .as_ref()
+                        .map_or(String::new(), |a| format!("/{}", a.name()));
+                    format!("{:.2}/{}/{}{b}{a}", c.weight, c.ecn_threshold.0, c.init_cwnd.0)
+                })
                 .collect();
             let per: Vec<String> = modes
                 .iter()
@@ -205,16 +220,50 @@ fn main() -> Result<()> {
     println!("|---|{}", "---|".repeat(names.len()));
     let row = |label: String, cells: Vec<String>| println!("| {label} | {} |", cells.join(" | "));
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64 * 100.0;
+    let sli = |c: &polyphony_spec::TrafficClass| match c.slo.kind() {
+        polyphony_spec::SloKind::FctSlowdownP99 => "p99 slowdown",
+        polyphony_spec::SloKind::QctP99 => "p99 QCT",
+    };
     for (i, c) in s.classes.iter().enumerate() {
         row(
-            format!("p99 slowdown MARE vs pktsim, {}", c.name),
+            format!("{} MARE vs pktsim, {}", sli(c), c.name),
             are.iter().map(|e| format!("{:.1} %", e[i] * 100.0)).collect(),
         );
     }
     row(
-        "p99 slowdown MARE vs pktsim, all classes".into(),
+        "SLI MARE vs pktsim, all classes".into(),
         are.iter().map(|e| format!("{:.1} %", mean(e))).collect(),
     );
+    // Per combination of categorical choices: the same errors over its configurations only.
+    let mut combos: Vec<&String> = labels.iter().filter(|l| !l.is_empty()).collect();
+    combos.sort();
+    combos.dedup();
+    for l in combos {
+        let ks: Vec<usize> = (0..configs.len()).filter(|&k| &labels[k] == l).collect();
+        for c in &s.classes {
+            row(
+                format!(
+                    "{} MARE vs pktsim, {} [{l}, {} configurations]",
+                    sli(c),
+                    c.name,
+                    ks.len()
+                ),
+                fos.iter()
+                    .map(|(fo, _)| {
+                        let e: f64 = ks
+                            .iter()
+                            .map(|&k| {
+                                let (x, y) = (p99(&fo[k], c.dscp), p99(&po[k], c.dscp));
+                                (x - y).abs() / y
+                            })
+                            .sum::<f64>()
+                            / ks.len() as f64;
+                        format!("{:.1} %", e * 100.0)
+                    })
+                    .collect(),
+            );
+        }
+    }
     row(
         "Spearman ρ of J across configurations (vs pktsim)".into(),
         js.iter().map(|j| format!("{:.3}", common::spearman(j, &jp))).collect(),

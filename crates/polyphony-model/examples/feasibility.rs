@@ -6,6 +6,11 @@
 //! other tightness levels) are judged on the same simulations: one line of counts and quantiles
 //! of the mean max r per file; `--csv` writes every configuration's mean p99s.
 //!
+//! `--scenario-knobs`: draw the numeric configurations from the first scenario's own knob
+//! space (e.g. with a per-class `buffer` knob) instead of the paper's nine knobs; the CSV then
+//! has a `_buffer` column per class. Each class's SLI is the one its SLO is about (p99
+//! slowdown, or p99 query completion time in µs).
+//!
 //! `--categorical`: the first scenario's `[[knobs.categorical]]` blocks are swept too. Every
 //! random numeric configuration (with the per-class buffers of the scenario's `initial`) is run
 //! once per combination of the categorical choices, so each combination is judged on the same
@@ -22,7 +27,7 @@ mod common;
 use anyhow::{Context, Result};
 use clap::Parser;
 use polyphony_model::{scenario_input, NetworkModel, PktSim};
-use polyphony_spec::{CongestionControl, Dscp, KnobSpace, NetworkConfig, Scenario, TopologySpec};
+use polyphony_spec::{CongestionControl, Dscp, KnobKind, KnobSpace, NetworkConfig, Scenario, TopologySpec};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -52,6 +57,9 @@ struct Args {
     /// Sweep the first scenario's categorical knobs as well (one run per combination).
     #[arg(long)]
     categorical: bool,
+    /// Draw configurations from the first scenario's knob space, not the paper's nine knobs.
+    #[arg(long)]
+    scenario_knobs: bool,
 }
 
 /// Every combination of the categorical choices of `space`, as (label, per-class choices); one
@@ -111,7 +119,12 @@ fn main() -> Result<()> {
         );
     }
     let dscps = s.dscps();
-    let space = KnobSpace::per_class_default(&dscps);
+    let space = if a.scenario_knobs {
+        s.knob_space()
+    } else {
+        KnobSpace::per_class_default(&dscps)
+    };
+    let swept_buffer = |d: Dscp| space.knobs.iter().any(|k| k.kind == KnobKind::Buffer && k.dscp == d);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
     let mut numeric: Vec<NetworkConfig> = (0..a.configs)
         .map(|_| common::random_config(&dscps, &space, &mut rng))
@@ -131,12 +144,16 @@ fn main() -> Result<()> {
     // per-class buffers where it sets them.
     let mut configs = Vec::with_capacity(numeric.len() * combos.len());
     let mut combo_of = Vec::with_capacity(configs.capacity());
-    for c in &numeric {
+    for (n, c) in numeric.iter().enumerate() {
+        // The default (last) keeps the scenario's buffers even where they are swept.
+        let is_default = n + 1 == numeric.len();
         for (k, (_, picks)) in combos.iter().enumerate() {
             let mut c = c.clone();
             for cl in &mut c.classes {
                 if let Some(init) = s.initial.as_ref().and_then(|i| i.class(cl.dscp)) {
-                    cl.buffer = init.buffer;
+                    if is_default || !swept_buffer(cl.dscp) {
+                        cl.buffer = init.buffer;
+                    }
                     cl.congestion_control = init.congestion_control.clone();
                 }
                 if let Some((_, cc)) = picks.iter().find(|(d, _)| *d == cl.dscp) {
@@ -151,7 +168,7 @@ fn main() -> Result<()> {
         .map(|k| scenario_input(&s, s.interval(), s.seed + k))
         .collect::<Result<_, _>>()?;
     let model = PktSim::default();
-    // Per configuration (the default last), per sample, per class: the p99 slowdown.
+    // Per configuration (the default last), per sample, per class: the SLO's SLI.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_sample: Vec<Vec<Vec<f64>>> = common::par_map(&configs, threads, |c| {
         let mut samples = Vec::with_capacity(inputs.len());
@@ -163,7 +180,12 @@ fn main() -> Result<()> {
             samples.push(
                 s.classes
                     .iter()
-                    .map(|cl| out.sli.get(cl.dscp).map_or(f64::INFINITY, |x| x.p99))
+                    .map(|cl| {
+                        out.sli
+                            .get(cl.dscp)
+                            .and_then(|x| cl.slo.sli(x))
+                            .unwrap_or(f64::INFINITY)
+                    })
                     .collect::<Vec<f64>>(),
             );
         }
@@ -173,6 +195,9 @@ fn main() -> Result<()> {
         let mut out = String::from("config,choices,sample");
         for cl in &s.classes {
             out += &format!(",{0}_weight,{0}_k_bytes,{0}_initcwnd", cl.name);
+            if a.scenario_knobs {
+                out += &format!(",{}_buffer", cl.name);
+            }
         }
         for cl in &s.classes {
             out += &format!(",{}_p99", cl.name);
@@ -190,6 +215,9 @@ fn main() -> Result<()> {
                 out += &format!("{name},\"{choices}\",{k}");
                 for cl in &c.classes {
                     out += &format!(",{:.4},{},{}", cl.weight, cl.ecn_threshold.0, cl.init_cwnd.0);
+                    if a.scenario_knobs {
+                        out += &format!(",{}", cl.buffer.map_or(String::new(), |b| b.0.to_string()));
+                    }
                 }
                 for x in p {
                     out += &format!(",{x:.3}");
@@ -208,7 +236,7 @@ fn main() -> Result<()> {
             let mut m: f64 = 0.0;
             for (i, cl) in s.classes.iter().enumerate() {
                 p99s[i] += p[i] / n;
-                m = m.max(p[i] / cl.slo.max_slowdown);
+                m = m.max(p[i] / cl.slo.threshold());
             }
             worst += m / n;
         }
@@ -225,7 +253,7 @@ fn main() -> Result<()> {
     );
     println!(
         "SLOs: {:?}",
-        s.classes.iter().map(|c| c.slo.max_slowdown).collect::<Vec<_>>()
+        s.classes.iter().map(|c| c.slo.threshold()).collect::<Vec<_>>()
     );
     let feasible = scored.iter().filter(|x| x.0 <= 1.0).count();
     println!("configurations meeting every SLO on average: {feasible}");
@@ -240,7 +268,7 @@ fn main() -> Result<()> {
                     .map(|p| {
                         p.iter()
                             .zip(&o.classes)
-                            .map(|(x, cl)| x / cl.slo.max_slowdown)
+                            .map(|(x, cl)| x / cl.slo.threshold())
                             .fold(0.0, f64::max)
                     })
                     .sum::<f64>()
@@ -263,7 +291,7 @@ fn main() -> Result<()> {
             };
             println!(
                 "{path}{label}: SLOs {:?} met on average by {met}/{} ({:.1} %); mean max r quantiles min {:.2} · 10 % {:.2} · 25 % {:.2} · 50 % {:.2}",
-                o.classes.iter().map(|c| c.slo.max_slowdown).collect::<Vec<_>>(),
+                o.classes.iter().map(|c| c.slo.threshold()).collect::<Vec<_>>(),
                 r.len(),
                 100.0 * met as f64 / r.len() as f64,
                 r[0],
@@ -282,7 +310,11 @@ fn main() -> Result<()> {
                     .congestion_control
                     .as_ref()
                     .map_or(String::new(), |c| format!(" {}", c.name()));
-                format!("w={:.2} K={} iw={}{cc}", k.weight, k.ecn_threshold.0, k.init_cwnd.0)
+                let buf = k.buffer.map_or(String::new(), |b| format!(" B={}", b.0));
+                format!(
+                    "w={:.2} K={} iw={}{buf}{cc}",
+                    k.weight, k.ecn_threshold.0, k.init_cwnd.0
+                )
             })
             .collect();
         println!(

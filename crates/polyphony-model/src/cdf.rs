@@ -132,6 +132,16 @@ impl SizeCdf {
         })
     }
 
+    /// A point mass: every flow has `bytes` bytes (an incast class's fixed response size).
+    pub fn fixed(bytes: u64) -> SizeCdf {
+        SizeCdf {
+            name: format!("fixed-{bytes}"),
+            source: "scenario: fixed response size".into(),
+            sizes: vec![bytes.max(1) as f64],
+            probs: vec![1.0],
+        }
+    }
+
     /// The names of the shipped CDFs (`models/cdf/<name>.cdf`), sorted.
     pub fn shipped_names() -> impl Iterator<Item = &'static str> {
         SHIPPED.iter().map(|(n, _)| *n)
@@ -201,6 +211,16 @@ mod tests {
     use super::*;
 
     const OK: &str = "# source: test\n100 0.5\n1000 1\n";
+
+    #[test]
+    fn a_fixed_size_is_a_point_mass() {
+        let c = SizeCdf::fixed(20_000);
+        assert_eq!(
+            (c.mean(), c.quantile(0.0), c.quantile(0.7), c.quantile(1.0)),
+            (20e3, 20e3, 20e3, 20e3)
+        );
+        assert_eq!(c.sample(&mut rand::thread_rng()), 20_000);
+    }
 
     #[test]
     fn parses_and_interpolates() {

@@ -271,6 +271,7 @@ pub(crate) fn finish(
             start: f.start,
             fct,
             ideal: ideals.map_or_else(|| topo.ideal(f.src, f.dst).of(f.size), |v| v[k]),
+            query: f.query,
         });
     }
     stats.flows = input.workload.flows.len() as u64;

@@ -14,7 +14,7 @@ use crate::pktsim::PktSim;
 use crate::synth::{mix_cdfs, synthesize, SynthesisOptions};
 use crate::topology::Topology;
 use polyphony_spec::{
-    Bytes, ClassMix, Dscp, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scenario, TopologySpec,
+    Bytes, ClassMix, Dscp, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scenario, SloKind, TopologySpec,
     TrafficClass,
 };
 use std::fmt;
@@ -165,7 +165,8 @@ pub fn poor_config(scenario: &Scenario) -> NetworkConfig {
             .classes
             .iter()
             .enumerate()
-            .min_by(|a, b| a.1.slo.max_slowdown.total_cmp(&b.1.slo.max_slowdown))
+            .filter(|(_, c)| c.slo.kind() == SloKind::FctSlowdownP99)
+            .min_by(|a, b| a.1.slo.threshold().total_cmp(&b.1.slo.threshold()))
             .map_or(0, |(i, _)| i);
         let small = 0.1;
         for (i, c) in cfg.classes.iter_mut().enumerate() {
@@ -253,7 +254,7 @@ impl fmt::Display for SimulateReport {
         for c in &self.scenario.classes {
             let k = self.config.class(c.dscp);
             let sli = self.output.sli.get(c.dscp);
-            let v = sli.and_then(|x| x.at(c.slo.percentile));
+            let v = sli.and_then(|x| c.slo.sli(x));
             writeln!(
                 f,
                 "{:<6} {:>6.3} {:>8} {:>9} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>6.1} {:>6}",
@@ -265,13 +266,27 @@ impl fmt::Display for SimulateReport {
                 sli.map_or(f64::NAN, |x| x.p50),
                 sli.map_or(f64::NAN, |x| x.p99),
                 sli.map_or(f64::NAN, |x| x.p999),
-                c.slo.max_slowdown,
+                c.slo.threshold(),
                 match v {
-                    Some(v) if v <= c.slo.max_slowdown => "yes",
+                    Some(v) if v <= c.slo.threshold() => "yes",
                     Some(_) => "NO",
                     None => "-",
                 }
             )?;
+        }
+        for c in &self.scenario.classes {
+            if let Some(q) = self.output.sli.get(c.dscp).and_then(|x| x.qct) {
+                writeln!(
+                    f,
+                    "{:<6} queries {} · QCT p50 {:.0} µs · p99 {:.0} µs · p99.9 {:.0} µs · SLO {}",
+                    c.name,
+                    q.queries,
+                    q.p50.0 as f64 / 1e3,
+                    q.p99.0 as f64 / 1e3,
+                    q.p999.0 as f64 / 1e3,
+                    c.slo.describe()
+                )?;
+            }
         }
         if st.packets > 0 {
             writeln!(
@@ -313,6 +328,7 @@ pub fn three_class_scenario(
                 size_cdf: cdf.into(),
                 load: 0.2,
                 sigma: 2.0,
+                incast: None,
             })
             .collect(),
         phases: vec![],

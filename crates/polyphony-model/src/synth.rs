@@ -12,6 +12,15 @@
 //!   loads hold). A class at load 0 produces nothing until its next phase.
 //! * **Endpoints.** Dumbbell: source uniform over the senders, destination the receiver.
 //!   Leaf-spine: source uniform over all hosts; destination by a [`TrafficMatrix`].
+//! * **Queries (incast).** A mix entry with `[mix.incast]` draws *queries* instead of flows:
+//!   log-normal gaps with mean `fan_in · mean_size · 8 / (ℓ · R · senders-scale)` (so ℓ counts
+//!   the responses' payload), and at each query one requester — the dumbbell's receiver, or a
+//!   host uniform over the leaf-spine — and `fan_in` responders, each sending one response
+//!   (size from the CDF, or the fixed `response_bytes`) to the requester at the query's start.
+//!   Responders are distinct hosts other than the requester, drawn uniformly without
+//!   replacement; a fan-in larger than the candidate hosts cycles through fresh draws, so a
+//!   host then answers with several responses (workers sharing a host). Every response carries
+//!   the query's [`QueryId`]; ids number the queries in order of start.
 //! * **Determinism.** Each class draws from its own xoshiro256++ stream seeded from
 //!   (seed, class index); the same (scenario, topology, options) give the same workload.
 //!
@@ -20,10 +29,11 @@
 use crate::cdf::SizeCdf;
 use crate::error::ModelError;
 use crate::topology::{mix64, Shape, Topology};
-use polyphony_spec::{Bytes, Flow, FlowId, HostId, Nanos, Scenario, Workload};
+use polyphony_spec::{Bytes, Flow, FlowId, HostId, Nanos, QueryId, Scenario, Workload};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::HashMap;
 
 /// Where a flow's destination lies relative to its source, for leaf-spine fabrics.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,9 +120,17 @@ impl SynthesisOptions {
     }
 }
 
-/// The shipped CDF of every mix entry of `scenario` ([`SizeCdf::shipped`]), in mix order.
+/// The shipped CDF of every mix entry of `scenario` ([`SizeCdf::shipped`]), in mix order; an
+/// incast entry with a fixed response size gets [`SizeCdf::fixed`].
 pub fn mix_cdfs(scenario: &Scenario) -> Result<Vec<SizeCdf>, ModelError> {
-    scenario.mix.iter().map(|m| SizeCdf::shipped(&m.size_cdf)).collect()
+    scenario
+        .mix
+        .iter()
+        .map(|m| match m.incast.and_then(|i| i.response_bytes) {
+            Some(b) => Ok(SizeCdf::fixed(b.0)),
+            None => SizeCdf::shipped(&m.size_cdf),
+        })
+        .collect()
 }
 
 /// The load of mix entry `i` at time `t` (see the module documentation on phases).
@@ -161,7 +179,9 @@ pub fn synthesize(
     let mut flows = Vec::new();
     for (i, (mix, cdf)) in scenario.mix.iter().zip(cdfs).enumerate() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix64(opts.seed ^ mix64(i as u64 + 1)));
-        let mean_size = cdf.mean();
+        let fan_in = mix.incast.map_or(1, |q| q.fan_in.max(1));
+        let mean_size = cdf.mean() * fan_in as f64;
+        let mut queries = 0u64;
         let sigma = mix.sigma;
         let unit = LogNormal::new(-sigma * sigma / 2.0, sigma)
             .map_err(|e| ModelError::invalid(format!("mix[{i}].sigma"), sigma, e.to_string()))?;
@@ -188,6 +208,32 @@ pub fn synthesize(
             if t as u64 >= end {
                 break;
             }
+            if mix.incast.is_some() {
+                let dst = match dst_fixed {
+                    Some(d) => d,
+                    None => rng.gen_range(0..topo.hosts()),
+                };
+                let candidates: Vec<u32> = match dst_fixed {
+                    Some(_) => (0..sources).collect(),
+                    None => (0..topo.hosts()).filter(|&h| h != dst).collect(),
+                };
+                // A query id unique across classes until the renumbering below.
+                let qid = QueryId(((i as u64) << 48) | queries);
+                queries += 1;
+                for src in responders(&candidates, fan_in, &mut rng) {
+                    flows.push(Flow {
+                        id: FlowId(0),
+                        src: HostId(src),
+                        dst: HostId(dst),
+                        dscp: mix.dscp,
+                        size: Bytes(cdf.sample(&mut rng)),
+                        start: Nanos(t as u64),
+                        weight: 1.0,
+                        query: Some(qid),
+                    });
+                }
+                continue;
+            }
             let size = cdf.sample(&mut rng);
             let src = rng.gen_range(0..sources);
             let dst = match dst_fixed {
@@ -202,14 +248,37 @@ pub fn synthesize(
                 size: Bytes(size),
                 start: Nanos(t as u64),
                 weight: 1.0,
+                query: None,
             });
         }
     }
     flows.sort_by_key(|f| (f.start, f.dscp, f.src));
+    let mut renumber: HashMap<QueryId, QueryId> = HashMap::new();
     for (k, f) in flows.iter_mut().enumerate() {
         f.id = FlowId(k as u64);
+        if let Some(q) = f.query {
+            let next = QueryId(renumber.len() as u64);
+            f.query = Some(*renumber.entry(q).or_insert(next));
+        }
     }
     Workload::new(flows, opts.duration).map_err(ModelError::from)
+}
+
+/// `n` responders from `candidates` (non-empty): distinct while they last, then again from a
+/// fresh draw (see the module documentation).
+fn responders<R: Rng>(candidates: &[u32], n: u32, rng: &mut R) -> Vec<u32> {
+    let mut out = Vec::with_capacity(n as usize);
+    let mut pool = candidates.to_vec();
+    while out.len() < n as usize && !pool.is_empty() {
+        let take = (n as usize - out.len()).min(pool.len());
+        // Partial Fisher–Yates: the first `take` entries become a uniform draw without replacement.
+        for k in 0..take {
+            let j = rng.gen_range(k..pool.len());
+            pool.swap(k, j);
+        }
+        out.extend_from_slice(&pool[..take]);
+    }
+    out
 }
 
 fn pick_destination<R: Rng>(topo: &Topology, src: u32, loc: Locality, cluster_racks: u32, rng: &mut R) -> u32 {
@@ -361,6 +430,93 @@ mod tests {
         )
         .unwrap();
         assert!(u.flows.iter().all(|f| t.rack_of(f.src) != t.rack_of(f.dst)));
+    }
+
+    /// The three-class scenario with AF31 replaced by incast queries of `fan_in` responders.
+    fn incast(topology: TopologySpec, fan_in: u32, response: Option<u64>) -> Scenario {
+        let mut s = scenario(topology);
+        s.mix[2].incast = Some(polyphony_spec::IncastSpec {
+            fan_in,
+            response_bytes: response.map(Bytes),
+        });
+        if response.is_some() {
+            s.mix[2].size_cdf.clear();
+        }
+        s.validate().unwrap();
+        s
+    }
+
+    /// Flows of each query of class `d`, by query id.
+    fn queries(w: &Workload, d: Dscp) -> std::collections::BTreeMap<u64, Vec<Flow>> {
+        let mut m = std::collections::BTreeMap::<u64, Vec<Flow>>::new();
+        for f in w.flows.iter().filter(|f| f.dscp == d) {
+            m.entry(f.query.expect("every AF31 flow answers a query").0)
+                .or_default()
+                .push(*f);
+        }
+        m
+    }
+
+    #[test]
+    fn incast_queries_have_fan_in_responders_starting_together_at_the_load() {
+        let mut s = incast(dumbbell(), 8, Some(20_000));
+        // σ = 1: the mean of ~1500 gaps is then within a few % of its target.
+        s.mix[2].sigma = 1.0;
+        let t = Topology::from_spec(&s.topology).unwrap();
+        let cdfs = mix_cdfs(&s).unwrap();
+        assert_eq!(cdfs[2].mean(), 20_000.0);
+        let o = SynthesisOptions::new(Nanos(100 * Nanos::SECOND.0), 3);
+        let w = synthesize(&s, &t, &cdfs, &o).unwrap();
+        let qs = queries(&w, Dscp::AF31);
+        assert!(qs.len() > 1000, "{} queries", qs.len());
+        // Query ids number the queries 0.. in order of start.
+        assert_eq!(
+            qs.keys().copied().collect::<Vec<_>>(),
+            (0..qs.len() as u64).collect::<Vec<_>>()
+        );
+        for fs in qs.values() {
+            assert_eq!(fs.len(), 8);
+            assert!(fs
+                .iter()
+                .all(|f| f.start == fs[0].start && f.dst == HostId(3) && f.size == Bytes(20_000)));
+            // 8 responders over 3 senders: every sender answers 2 or 3 times.
+            for h in 0..3 {
+                let n = fs.iter().filter(|f| f.src == HostId(h)).count();
+                assert!((2..=3).contains(&n), "sender {h} answers {n} times");
+            }
+        }
+        let got = w.offered_bps(Dscp::AF31) / 100e6;
+        assert!((got - 0.2).abs() < 0.02, "incast load {got}");
+        // The query rate follows from the load: 0.2 · 100 Mbit/s / (8 · 20 kB · 8 bit) = 15.6 /s.
+        let rate = qs.len() as f64 / 100.0;
+        assert!((rate - 15.625).abs() < 1.6, "{rate} queries/s");
+        // The other classes carry no query ids; the seed decides everything.
+        assert!(w
+            .flows
+            .iter()
+            .filter(|f| f.dscp != Dscp::AF31)
+            .all(|f| f.query.is_none()));
+        assert_eq!(synthesize(&s, &t, &cdfs, &o).unwrap(), w);
+    }
+
+    #[test]
+    fn leaf_spine_responders_are_distinct_hosts_other_than_the_requester() {
+        let s = incast(crate::simulate::scale_scenario().topology, 16, None);
+        let t = Topology::from_spec(&s.topology).unwrap();
+        let cdfs = mix_cdfs(&s).unwrap();
+        let w = synthesize(&s, &t, &cdfs, &SynthesisOptions::new(Nanos(5 * Nanos::MILLI.0), 9)).unwrap();
+        let qs = queries(&w, Dscp::AF31);
+        assert!(!qs.is_empty());
+        let mut requesters = std::collections::BTreeSet::new();
+        for fs in qs.values() {
+            let mut srcs: Vec<u32> = fs.iter().map(|f| f.src.0).collect();
+            srcs.sort();
+            srcs.dedup();
+            assert_eq!(srcs.len(), 16, "distinct responders");
+            assert!(fs.iter().all(|f| f.dst == fs[0].dst && f.src != f.dst));
+            requesters.insert(fs[0].dst);
+        }
+        assert!(requesters.len() > 1, "requesters vary");
     }
 
     #[test]

@@ -221,10 +221,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
         classes.push(TrafficClass {
             name: format!("c{i}"),
             dscp,
-            slo: Slo {
-                percentile: 0.99,
-                max_slowdown: log_uniform(&mut rng, 3.0, 30.0),
-            },
+            slo: Slo::p99(log_uniform(&mut rng, 3.0, 30.0)),
             weight: 1.0,
         });
         mix.push(ClassMix {
@@ -232,6 +229,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
             size_cdf: names[rng.gen_range(0..names.len())].to_string(),
             load: host_load * share / total,
             sigma: rng.gen_range(1.0..2.0),
+            incast: None,
         });
     }
     // The window: about TARGET_FLOWS flows, at most MAX_BYTES offered.
@@ -287,7 +285,8 @@ fn log_uniform<R: Rng>(rng: &mut R, lo: f64, hi: f64) -> f64 {
 }
 
 /// A uniformly random point of `space` (log-uniform or uniform per knob, weights uniform on
-/// the floored simplex), in physical units. Knobs `space` lacks take K = 30 kB, initcwnd 10.
+/// the floored simplex), in physical units. Knobs `space` lacks take K = 30 kB, initcwnd 10 and
+/// no class buffer of its own (a `buffer` knob of the space is drawn after the class's others).
 pub fn random_config<R: Rng>(dscps: &[Dscp], space: &KnobSpace, rng: &mut R) -> NetworkConfig {
     let draw = |rng: &mut R, kind: KnobKind, d: Dscp, dflt: f64| -> f64 {
         let u: f64 = rng.gen();
@@ -308,24 +307,29 @@ pub fn random_config<R: Rng>(dscps: &[Dscp], space: &KnobSpace, rng: &mut R) -> 
             .iter()
             .zip(&e)
             .map(|(&d, &x)| {
-                ClassConfig::new(
+                let mut c = ClassConfig::new(
                     d,
                     floor + free * x / sum,
                     Bytes(draw(rng, KnobKind::EcnThreshold, d, 30e3).round() as u64),
                     Packets(draw(rng, KnobKind::InitCwnd, d, 10.0).round() as u32),
-                )
+                );
+                if space.knobs.iter().any(|k| k.kind == KnobKind::Buffer && k.dscp == d) {
+                    c.buffer = Some(Bytes(draw(rng, KnobKind::Buffer, d, 0.0).round().max(1.0) as u64));
+                }
+                c
             })
             .collect(),
         port_buffer: None,
     }
 }
 
-/// J(r) = LSE_c(r) + λ · mean |r_i − mean(r)| with r_i = p99_i / v_i (the paper's §4.1; a
-/// class without completed flows counts as infinitely late).
+/// J(r) = LSE_c(r) + λ · mean |r_i − mean(r)| with r_i = y_i / v_i, y_i the SLI the class's SLO
+/// is about (the paper's §4.1; a class without completed flows or queries counts as
+/// infinitely late).
 pub fn objective(sli: &SliVector, classes: &[TrafficClass]) -> f64 {
     let r: Vec<f64> = classes
         .iter()
-        .map(|c| sli.get(c.dscp).map_or(f64::INFINITY, |s| s.p99) / c.slo.max_slowdown)
+        .map(|c| sli.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::INFINITY) / c.slo.threshold())
         .collect();
     let ones = vec![1.0; r.len()];
     objective::lse(&r, LSE_C) + LAMBDA * objective::fairness(&r, &ones)

@@ -8,6 +8,12 @@ use serde::{Deserialize, Serialize};
 #[serde(transparent)]
 pub struct FlowId(pub u64);
 
+/// A partition-aggregate query's identifier, unique within a workload: the flows of one query
+/// are its responses, which start together towards one requester.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct QueryId(pub u64);
+
 /// A host's index in a topology.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -33,6 +39,9 @@ pub struct Flow {
     /// probability p carries weight 1/p).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub weight: f64,
+    /// The query this flow answers (a partition-aggregate response), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<QueryId>,
 }
 
 impl Flow {
@@ -46,6 +55,7 @@ impl Flow {
             size,
             start,
             weight: 1.0,
+            query: None,
         }
     }
 }
@@ -140,6 +150,11 @@ impl Workload {
         Workload::new(rows.into_iter().map(|(_, f)| f).collect(), Nanos(0))
     }
 
+    /// Whether any flow answers a query (the workload has partition-aggregate traffic).
+    pub fn has_queries(&self) -> bool {
+        self.flows.iter().any(|f| f.query.is_some())
+    }
+
     /// Offered load of class `dscp` in bits per second over `duration` (weights applied).
     pub fn offered_bps(&self, dscp: Dscp) -> f64 {
         if self.duration.0 == 0 {
@@ -223,6 +238,7 @@ pub(crate) fn parse_csv_flows<'a>(
                 size: Bytes(size),
                 start: Nanos(num(5)?),
                 weight,
+                query: None,
             },
         ));
     }
@@ -242,6 +258,7 @@ mod tests {
             size: Bytes(1000),
             start: Nanos(start),
             weight: 1.0,
+            query: None,
         }
     }
 
@@ -251,6 +268,18 @@ mod tests {
         assert_eq!(w.flows[0].id, FlowId(1));
         let back = Workload::from_jsonl(&w.to_jsonl(), "t").unwrap();
         assert_eq!(back.flows, w.flows);
+    }
+
+    #[test]
+    fn query_ids_survive_jsonl_and_plain_flows_do_not_mention_them() {
+        let mut q = flow(1, 10);
+        q.query = Some(QueryId(7));
+        let w = Workload::new(vec![q, flow(2, 20)], Nanos(100)).unwrap();
+        let text = w.to_jsonl();
+        assert!(text.lines().next().unwrap().contains("\"query\":7"), "{text}");
+        assert!(!text.lines().nth(1).unwrap().contains("query"), "{text}");
+        assert_eq!(Workload::from_jsonl(&text, "t").unwrap().flows, w.flows);
+        assert!(w.has_queries() && !Workload::new(vec![flow(2, 20)], Nanos(0)).unwrap().has_queries());
     }
 
     #[test]

@@ -25,13 +25,13 @@ mod sli;
 mod trace;
 mod units;
 
-pub use class::{validate_classes, Dscp, Slo, TrafficClass};
+pub use class::{validate_classes, Dscp, Slo, SloKind, TrafficClass};
 pub use config::{ClassConfig, CongestionControl, NetworkConfig};
 pub use error::SpecError;
-pub use flow::{Flow, FlowId, HostId, Workload};
+pub use flow::{Flow, FlowId, HostId, QueryId, Workload};
 pub use knobs::{CategoricalSpec, KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
 pub use predict::{ModelError, PerformanceModel};
-pub use scenario::{ClassMix, LeafSpineSpec, LoadPhase, Scenario, TopologySpec};
-pub use sli::{median, percentile, ClassSli, FlowOutcome, IdealFct, SliVector};
+pub use scenario::{ClassMix, IncastSpec, LeafSpineSpec, LoadPhase, Scenario, TopologySpec};
+pub use sli::{median, percentile, ClassSli, FlowOutcome, IdealFct, QctSli, SliVector};
 pub use trace::{FlowTrace, TRACE_MAGIC};
 pub use units::{BitsPerSec, Bytes, Nanos, Packets};

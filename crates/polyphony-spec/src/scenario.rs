@@ -4,7 +4,7 @@
 //! validates one; every error names the key (`mix[2].load`) and the offending value.
 
 use crate::class::validate_classes;
-use crate::{BitsPerSec, Dscp, KnobSpace, Nanos, NetworkConfig, SpecError, TrafficClass};
+use crate::{BitsPerSec, Bytes, Dscp, KnobSpace, Nanos, NetworkConfig, SloKind, SpecError, TrafficClass};
 use serde::{Deserialize, Serialize};
 
 /// The network's shape.
@@ -147,18 +147,50 @@ impl TopologySpec {
 }
 
 /// How one class's traffic is generated.
+///
+/// Without `incast`, the class's flows arrive one by one (log-normal gaps, sizes from
+/// `size_cdf`). With `[mix.incast]` the class is partition-aggregate traffic: *queries* arrive
+/// (log-normal gaps with the same σ); each query picks one requester host and `fan_in`
+/// responders, and every responder sends one response to the requester at the query's start.
+/// `load` then counts the responses' bytes, so the query rate is
+/// `load · R / (8 · fan_in · mean response size)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassMix {
     /// The class.
     pub dscp: Dscp,
     /// Name of a flow-size CDF under `models/cdf/` (without the extension), e.g. `meta-cache`.
+    /// For an incast class, the responses' sizes; may be left out when `incast.response_bytes`
+    /// fixes them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub size_cdf: String,
     /// Offered load as a fraction of the reference rate (0.2 = 20 %).
     pub load: f64,
     /// σ of the log-normal inter-arrival distribution (the paper: 2 for bursty traffic).
     #[serde(default = "default_sigma")]
     pub sigma: f64,
+    /// Partition-aggregate queries instead of independent flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incast: Option<IncastSpec>,
+}
+
+/// A partition-aggregate workload: each query has `fan_in` responders answering one requester
+/// at once (see [`ClassMix`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncastSpec {
+    /// Responders per query (N).
+    pub fan_in: u32,
+    /// Every response's payload size; absent: drawn from the mix entry's `size_cdf`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_bytes: Option<Bytes>,
+}
+
+impl IncastSpec {
+    /// The most responders a query may have.
+    pub const MAX_FAN_IN: u32 = 1024;
+    /// The largest fixed response (1 GB).
+    pub const MAX_RESPONSE_BYTES: u64 = 1 << 30;
 }
 
 fn default_sigma() -> f64 {
@@ -278,7 +310,35 @@ impl Scenario {
                     "this class already has a mix entry",
                 ));
             }
-            if m.size_cdf.trim().is_empty() || m.size_cdf.contains(['/', '\\']) || m.size_cdf.starts_with('.') {
+            if let Some(inc) = &m.incast {
+                if !(1..=IncastSpec::MAX_FAN_IN).contains(&inc.fan_in) {
+                    return Err(SpecError::invalid(
+                        format!("{f}.incast.fan_in"),
+                        inc.fan_in,
+                        format!("a query has 1..={} responders", IncastSpec::MAX_FAN_IN),
+                    ));
+                }
+                if let Some(b) = inc.response_bytes {
+                    if !(1..=IncastSpec::MAX_RESPONSE_BYTES).contains(&b.0) {
+                        return Err(SpecError::invalid(
+                            format!("{f}.incast.response_bytes"),
+                            b.0,
+                            format!("a response carries 1..={} bytes", IncastSpec::MAX_RESPONSE_BYTES),
+                        ));
+                    }
+                    if !m.size_cdf.is_empty() {
+                        return Err(SpecError::invalid(
+                            format!("{f}.size_cdf"),
+                            &m.size_cdf,
+                            "incast.response_bytes fixes the response size: drop size_cdf or response_bytes",
+                        ));
+                    }
+                }
+            }
+            let fixed = m.incast.is_some_and(|i| i.response_bytes.is_some());
+            if !fixed
+                && (m.size_cdf.trim().is_empty() || m.size_cdf.contains(['/', '\\']) || m.size_cdf.starts_with('.'))
+            {
                 return Err(SpecError::invalid(
                     format!("{f}.size_cdf"),
                     &m.size_cdf,
@@ -293,6 +353,19 @@ impl Scenario {
         }
         if self.mix.is_empty() {
             return Err(SpecError::invalid("mix", "[]", "give at least one class a workload"));
+        }
+        for (i, c) in self.classes.iter().enumerate() {
+            let queries = self.mix.iter().any(|m| m.dscp == c.dscp && m.incast.is_some());
+            if c.slo.kind() == SloKind::QctP99 && !queries {
+                return Err(SpecError::invalid(
+                    format!("classes[{i}].slo.kind"),
+                    SloKind::QctP99.name(),
+                    format!(
+                        "class {} has no queries: give its [[mix]] entry an [mix.incast] table, or use a slowdown SLO",
+                        c.name
+                    ),
+                ));
+            }
         }
         check_total("mix", total)?;
         for (p, ph) in self.phases.iter().enumerate() {
@@ -461,6 +534,81 @@ mod tests {
             e.starts_with("initial.classes.AF21.congestion_control = bbr") && e.contains("knobs.categorical[0]"),
             "{e}"
         );
+    }
+
+    /// The reference scenario with a fourth class of incast queries and a QCT SLO.
+    fn with_incast(incast: &str) -> String {
+        let body = REF.replacen(
+            "[[mix]]",
+            "[[classes]]\nname = \"agg\"\ndscp = 34\nslo = { kind = \"qct_p99\", max_qct_us = 3000 }\n\n[[mix]]",
+            1,
+        );
+        format!("{body}\n[[mix]]\ndscp = 34\nload = 0.1\n{incast}")
+    }
+
+    #[test]
+    fn an_incast_class_parses_validates_and_round_trips() {
+        let s = Scenario::from_toml(
+            &with_incast("[mix.incast]\nfan_in = 8\nresponse_bytes = 20000\n"),
+            "i.toml",
+        )
+        .unwrap();
+        let m = &s.mix[3];
+        assert_eq!(
+            m.incast,
+            Some(IncastSpec {
+                fan_in: 8,
+                response_bytes: Some(Bytes(20_000))
+            })
+        );
+        assert_eq!(s.classes[3].slo, crate::Slo::qct_p99(Nanos(3_000_000)));
+        assert_eq!(Scenario::from_toml(&s.to_toml().unwrap(), "again").unwrap(), s);
+        // Responses from a CDF.
+        let cdf = with_incast("size_cdf = \"meta-cache\"\n[mix.incast]\nfan_in = 4\n");
+        assert_eq!(
+            Scenario::from_toml(&cdf, "i.toml").unwrap().mix[3]
+                .incast
+                .unwrap()
+                .fan_in,
+            4
+        );
+        // Errors name the key and the value.
+        for (incast, want) in [
+            (
+                "[mix.incast]\nfan_in = 0\nresponse_bytes = 1000\n",
+                "mix[3].incast.fan_in = 0",
+            ),
+            (
+                "[mix.incast]\nfan_in = 4\nresponse_bytes = 0\n",
+                "mix[3].incast.response_bytes = 0",
+            ),
+            ("[mix.incast]\nfan_in = 4\n", "mix[3].size_cdf = : name a CDF"),
+            (
+                "size_cdf = \"meta-cache\"\n[mix.incast]\nfan_in = 4\nresponse_bytes = 10\n",
+                "mix[3].size_cdf = meta-cache",
+            ),
+            ("size_cdf = \"meta-cache\"\n", "classes[3].slo.kind = qct_p99"),
+        ] {
+            let e = Scenario::from_toml(&with_incast(incast), "i.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(want), "{incast:?}: {e}");
+        }
+        let e = Scenario::from_toml(&with_incast("[mix.incast]\nfan_in = 4\nfanin = 3\n"), "i.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fanin"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_slo_kind_names_the_class() {
+        let bad = REF.replacen(
+            "slo = { max_slowdown = 15.0 }",
+            "slo = { kind = \"fct_p99\", max_slowdown = 15.0 }",
+            1,
+        );
+        let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
+        assert!(e.contains("slo.kind = \"fct_p99\" of class \"AF21\""), "{e}");
     }
 
     #[test]

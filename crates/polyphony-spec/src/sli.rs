@@ -22,8 +22,9 @@
 //! which is exactly what the initial-window knob trades against. Both models and the testbed's
 //! generator divide by this value, so a simulated and a measured slowdown mean the same thing.
 
-use crate::{BitsPerSec, Bytes, Dscp, FlowId, Nanos};
+use crate::{BitsPerSec, Bytes, Dscp, FlowId, Nanos, QueryId};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Parameters of the ideal FCT. See the module documentation for the formula.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -82,6 +83,9 @@ pub struct FlowOutcome {
     pub fct: Nanos,
     /// Ideal completion time (see [`IdealFct`]).
     pub ideal: Nanos,
+    /// The query the flow answers, if it is a partition-aggregate response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<QueryId>,
 }
 
 impl FlowOutcome {
@@ -117,6 +121,60 @@ pub fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// Query-completion-time statistics of one class over one interval.
+///
+/// A query's completion time (QCT) is the time from its start (the earliest start of its
+/// responses; all start together) to the end of its last response: `max(start + fct) −
+/// min(start)` over the query's flows. It is computed from per-flow outcomes, so every source
+/// of flow outcomes (the models, the testbed's generator) yields it the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QctSli {
+    /// Queries the statistics cover.
+    pub queries: u64,
+    /// Median QCT.
+    pub p50: Nanos,
+    /// 99th percentile QCT.
+    pub p99: Nanos,
+    /// 99.9th percentile QCT.
+    pub p999: Nanos,
+}
+
+impl QctSli {
+    /// The QCT of every query of class `dscp` among `outcomes` (any order), ascending.
+    pub fn qcts(outcomes: &[FlowOutcome], dscp: Dscp) -> Vec<Nanos> {
+        let mut span: BTreeMap<QueryId, (Nanos, Nanos)> = BTreeMap::new();
+        for o in outcomes.iter().filter(|o| o.dscp == dscp) {
+            if let Some(q) = o.query {
+                let end = Nanos(o.start.0.saturating_add(o.fct.0));
+                let e = span.entry(q).or_insert((o.start, end));
+                e.0 = e.0.min(o.start);
+                e.1 = e.1.max(end);
+            }
+        }
+        let mut v: Vec<Nanos> = span.values().map(|&(s, e)| e.saturating_sub(s)).collect();
+        v.sort();
+        v
+    }
+
+    /// Statistics of the queries of class `dscp` among `outcomes`; `None` without queries.
+    pub fn from_outcomes(outcomes: &[FlowOutcome], dscp: Dscp) -> Option<QctSli> {
+        let q = Self::qcts(outcomes, dscp);
+        if q.is_empty() {
+            return None;
+        }
+        let at = |p: f64| {
+            let rank = (p * q.len() as f64).ceil() as usize;
+            q.get(rank.clamp(1, q.len()) - 1).copied()
+        };
+        Some(QctSli {
+            queries: q.len() as u64,
+            p50: at(0.5)?,
+            p99: at(0.99)?,
+            p999: at(0.999)?,
+        })
+    }
+}
+
 /// Slowdown statistics of one class over one interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ClassSli {
@@ -132,6 +190,9 @@ pub struct ClassSli {
     pub p999: f64,
     /// Mean slowdown.
     pub mean: f64,
+    /// Query completion times, for a class with partition-aggregate queries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qct: Option<QctSli>,
 }
 
 impl ClassSli {
@@ -148,6 +209,7 @@ impl ClassSli {
             p99: percentile(slowdowns, 0.99)?,
             p999: percentile(slowdowns, 0.999)?,
             mean: slowdowns.iter().sum::<f64>() / slowdowns.len() as f64,
+            qct: None,
         })
     }
 
@@ -174,7 +236,8 @@ pub struct SliVector {
 }
 
 impl SliVector {
-    /// Per-class statistics of `outcomes`, for the classes in `dscps` (in that order). A class
+    /// Per-class statistics of `outcomes`, for the classes in `dscps` (in that order), with
+    /// query completion times for the classes whose flows answer queries ([`QctSli`]). A class
     /// with no completed flow is left out; callers decide whether that is an error.
     pub fn from_outcomes(outcomes: &[FlowOutcome], dscps: &[Dscp]) -> SliVector {
         let classes = dscps
@@ -185,7 +248,9 @@ impl SliVector {
                     .filter(|o| o.dscp == d)
                     .map(FlowOutcome::slowdown)
                     .collect();
-                ClassSli::from_slowdowns(d, &mut s)
+                let mut c = ClassSli::from_slowdowns(d, &mut s)?;
+                c.qct = QctSli::from_outcomes(outcomes, d);
+                Some(c)
             })
             .collect();
         SliVector { classes }
@@ -228,6 +293,38 @@ mod tests {
         let i = IdealFct::tcp(Nanos(20_000), BitsPerSec::from_mbps(100));
         // 1000 B payload + 66 B header = 1066 B = 85.28 µs at 100 Mbit/s, plus 2 RTT.
         assert_eq!(i.of(Bytes(1000)), Nanos(40_000 + 85_280));
+    }
+
+    #[test]
+    fn qct_is_the_last_response_end_minus_the_query_start() {
+        let o = |id: u64, q: Option<u64>, start: u64, fct: u64| FlowOutcome {
+            id: FlowId(id),
+            dscp: Dscp::AF41,
+            size: Bytes(1000),
+            start: Nanos(start),
+            fct: Nanos(fct),
+            ideal: Nanos(100),
+            query: q.map(QueryId),
+        };
+        // Query 1: responses end at 150, 400, 220 → QCT 300. Query 2: one response, 50.
+        // The flow without a query counts towards the slowdowns only.
+        let outs = [
+            o(0, Some(1), 100, 50),
+            o(1, Some(1), 100, 300),
+            o(2, Some(1), 100, 120),
+            o(3, Some(2), 1000, 50),
+            o(4, None, 0, 9000),
+        ];
+        assert_eq!(QctSli::qcts(&outs, Dscp::AF41), vec![Nanos(50), Nanos(300)]);
+        let v = SliVector::from_outcomes(&outs, &[Dscp::AF41, Dscp::AF11]);
+        assert_eq!(v.classes.len(), 1);
+        let c = v.get(Dscp::AF41).unwrap();
+        assert_eq!(c.flows, 5);
+        let q = c.qct.unwrap();
+        assert_eq!((q.queries, q.p50, q.p99), (2, Nanos(50), Nanos(300)));
+        // A class without queries has no QCT statistics.
+        let plain = SliVector::from_outcomes(&outs[4..], &[Dscp::AF41]);
+        assert_eq!(plain.get(Dscp::AF41).unwrap().qct, None);
     }
 
     #[test]

@@ -102,14 +102,14 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     let names: Vec<String> = scenario.classes.iter().map(|c| c.name.clone()).collect();
     writeln!(
         out,
-        "polyphony demo: scenario {:?} ({}), {} classes, SLOs (p99 slowdown) {}",
+        "polyphony demo: scenario {:?} ({}), {} classes, SLOs {}",
         scenario.name,
         scenario.description,
         names.len(),
         scenario
             .classes
             .iter()
-            .map(|c| format!("{} ≤ {}", c.name, c.slo.max_slowdown))
+            .map(|c| format!("{} {}", c.name, c.slo.describe()))
             .collect::<Vec<_>>()
             .join(", ")
     )?;
@@ -166,7 +166,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             ratios_hist.push(vec![f64::INFINITY]);
             objectives.push(f64::NAN);
             for (i, c) in scenario.classes.iter().enumerate() {
-                p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
+                p99s[i].push(m.sli.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::NAN));
             }
             continue;
         }
@@ -189,7 +189,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             seconds: (t_live, model.seconds(), t0.elapsed().as_secs_f64()),
         };
         for (i, c) in scenario.classes.iter().enumerate() {
-            p99s[i].push(m.sli.get(c.dscp).map_or(f64::NAN, |s| s.p99));
+            p99s[i].push(m.sli.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::NAN));
         }
         ratios_hist.push(ratios);
         objectives.push(objective);
@@ -217,7 +217,8 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         .zip(p99s)
         .map(|(c, p99)| ClassSeries {
             name: c.name.clone(),
-            slo: c.slo.max_slowdown,
+            unit: c.slo.kind().unit(),
+            slo: c.slo.threshold(),
             p99,
         })
         .collect();
@@ -251,16 +252,31 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `w=0.10/0.45/0.45 K=300/300/300kB iw=2/2/2`.
+/// `w=0.10/0.45/0.45 K=300/300/300kB iw=2/2/2`, then ` B=–/–/24kB` when a class has a buffer
+/// of its own and the algorithms when a class sets one.
 pub fn describe(c: &NetworkConfig) -> String {
     let w: Vec<String> = c.classes.iter().map(|c| format!("{:.2}", c.weight)).collect();
-    let k: Vec<String> = c
-        .classes
-        .iter()
-        .map(|c| format!("{:.0}", c.ecn_threshold.0 as f64 / 1000.0))
-        .collect();
+    let kb = |b: u64| format!("{:.0}", b as f64 / 1000.0);
+    let k: Vec<String> = c.classes.iter().map(|c| kb(c.ecn_threshold.0)).collect();
     let iw: Vec<String> = c.classes.iter().map(|c| c.init_cwnd.0.to_string()).collect();
-    format!("w={} K={}kB iw={}", w.join("/"), k.join("/"), iw.join("/"))
+    let mut out = format!("w={} K={}kB iw={}", w.join("/"), k.join("/"), iw.join("/"));
+    if c.classes.iter().any(|c| c.buffer.is_some()) {
+        let b: Vec<String> = c
+            .classes
+            .iter()
+            .map(|c| c.buffer.map_or("–".into(), |b| kb(b.0)))
+            .collect();
+        out += &format!(" B={}kB", b.join("/"));
+    }
+    if c.classes.iter().any(|c| c.congestion_control.is_some()) {
+        let a: Vec<&str> = c
+            .classes
+            .iter()
+            .map(|c| c.congestion_control.as_ref().map_or("–", |a| a.name()))
+            .collect();
+        out += &format!(" cc={}", a.join("/"));
+    }
+    out
 }
 
 fn line(scenario: &Scenario, it: &DemoIteration) -> String {
@@ -268,9 +284,10 @@ fn line(scenario: &Scenario, it: &DemoIteration) -> String {
         .classes
         .iter()
         .map(|c| {
-            let p99 = it.slis.get(c.dscp).map_or(f64::NAN, |s| s.p99);
-            let mark = if p99 <= c.slo.max_slowdown { "✓" } else { "✗" };
-            format!("{} {:5.1}/{:<4}{}", c.name, p99, c.slo.max_slowdown, mark)
+            let v = it.slis.get(c.dscp).and_then(|s| c.slo.sli(s)).unwrap_or(f64::NAN);
+            let mark = if v <= c.slo.threshold() { "✓" } else { "✗" };
+            let unit = c.slo.kind().unit();
+            format!("{} {:5.1}/{:<4}{unit}{}", c.name, v, c.slo.threshold(), mark)
         })
         .collect();
     let pred = match (it.next_g_hat, it.next_sigma) {
@@ -288,4 +305,18 @@ fn line(scenario: &Scenario, it: &DemoIteration) -> String {
         it.reason,
         it.seconds.2
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyphony_spec::{Bytes, Dscp, Packets};
+
+    #[test]
+    fn describe_names_buffers_and_algorithms_only_when_set() {
+        let mut c = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF41], Bytes(30_000), Packets(10));
+        assert_eq!(describe(&c), "w=0.50/0.50 K=30/30kB iw=10/10");
+        c.classes[1].buffer = Some(Bytes(24_000));
+        assert_eq!(describe(&c), "w=0.50/0.50 K=30/30kB iw=10/10 B=–/24kB");
+    }
 }

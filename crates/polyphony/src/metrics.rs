@@ -4,7 +4,7 @@
 //!
 //! | metric | labels | meaning |
 //! |---|---|---|
-//! | `class_sli` | class, dscp | measured SLI (p99 slowdown) of the last interval |
+//! | `class_sli` | class, dscp | measured SLI of the last interval (p99 slowdown; p99 QCT in µs for a `qct_p99` SLO) |
 //! | `class_slo` | class, dscp | the SLO threshold |
 //! | `class_ratio` | class, dscp | SLI / SLO (≤ 1 is compliant) |
 //! | `class_slo_met` | class, dscp | 1 when the class met its SLO in the last interval |
@@ -170,7 +170,7 @@ impl Metrics {
         };
         let r = &mut m.registry;
         register_fields! { r, m;
-            class_sli: "Measured SLI (SLO percentile of FCT slowdown) per class",
+            class_sli: "Measured SLI per class (SLO percentile of FCT slowdown, or p99 QCT in µs for a qct_p99 SLO)",
             class_slo: "SLO threshold on the slowdown per class",
             class_ratio: "SLI over SLO per class; at most 1 is compliant",
             class_slo_met: "1 when the class met its SLO last interval",

@@ -16,9 +16,11 @@ use std::path::Path;
 pub struct ClassSeries {
     /// Class name.
     pub name: String,
+    /// Unit of the SLI and threshold ("" for a slowdown, "µs" for a query completion time).
+    pub unit: &'static str,
     /// SLO threshold.
     pub slo: f64,
-    /// p99 per iteration.
+    /// p99 per iteration (slowdown, or QCT in `unit`).
     pub p99: Vec<f64>,
 }
 
@@ -107,7 +109,12 @@ where
     let mut chart = b.build_cartesian_2d(1f64..n as f64, 0f64..ymax).map_err(err)?;
     let mut mesh = chart.configure_mesh();
     if text {
-        mesh.x_desc("iteration").y_desc("p99 slowdown");
+        let y = if classes.iter().any(|c| !c.unit.is_empty()) {
+            "p99 slowdown; QCT classes: p99 QCT in µs"
+        } else {
+            "p99 slowdown"
+        };
+        mesh.x_desc("iteration").y_desc(y);
     } else {
         mesh.disable_x_mesh().x_labels(0).y_labels(0);
     }
@@ -125,7 +132,7 @@ where
             ))
             .map_err(err)?;
         if text {
-            let name = format!("{} (SLO {})", c.name, c.slo);
+            let name = format!("{} (SLO {}{})", c.name, c.slo, c.unit);
             s.label(name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
         }
@@ -203,6 +210,7 @@ mod tests {
     fn series() -> Vec<ClassSeries> {
         vec![ClassSeries {
             name: "AF11".into(),
+            unit: "",
             slo: 11.0,
             p99: vec![30.0, 20.0, 9.0],
         }]

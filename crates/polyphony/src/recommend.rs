@@ -189,16 +189,16 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     println!("reason: {}", p.reason.text);
     if let Some(s) = &p.model_slis {
         println!(
-            "model ({}) per-class p99 slowdown at the recommended configuration:",
+            "model ({}) per-class SLI at the recommended configuration:",
             c.model.kind.as_str()
         );
         for k in &c.classes {
-            let v = s.get(k.dscp).and_then(|x| x.at(k.slo.percentile));
+            let v = s.get(k.dscp).and_then(|x| k.slo.sli(x));
             println!(
-                "  {:<6} {:>8}  SLO {:>6}",
+                "  {:<6} {:>8}  SLO {}",
                 k.name,
-                v.map_or("–".into(), |v| format!("{v:.2}")),
-                k.slo.max_slowdown
+                v.map_or("–".into(), |v| format!("{v:.2}{}", k.slo.kind().unit())),
+                k.slo.describe()
             );
         }
     }

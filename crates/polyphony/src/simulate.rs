@@ -105,8 +105,9 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
             .map(|c| {
                 let s = report.output.sli.get(c.dscp);
                 serde_json::json!({
-                    "class": c.name, "dscp": c.dscp.value(), "slo": c.slo.max_slowdown,
-                    "sli": s.and_then(|s| s.at(c.slo.percentile)),
+                    "class": c.name, "dscp": c.dscp.value(), "slo": c.slo.threshold(),
+                    "slo_kind": c.slo.kind().name(), "unit": c.slo.kind().unit(),
+                    "sli": s.and_then(|s| c.slo.sli(s)),
                     "stats": s,
                 })
             })

@@ -64,9 +64,13 @@ pub struct ClassRecord {
     pub name: String,
     /// DSCP.
     pub dscp: u8,
-    /// Measured SLI (the SLO's percentile of the slowdown).
+    /// Measured SLI, in `unit`: the SLO's percentile of the slowdown, or the p99 query
+    /// completion time.
     #[serde(deserialize_with = "nan_if_null")]
     pub sli: f64,
+    /// Unit of `sli` and `slo`: empty for a slowdown, "µs" for a query completion time.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unit: String,
     /// The SLO threshold.
     #[serde(deserialize_with = "nan_if_null")]
     pub slo: f64,
@@ -381,6 +385,7 @@ mod tests {
             name: "AF11".into(),
             dscp: 10,
             sli: f64::NAN,
+            unit: String::new(),
             slo: 11.0,
             ratio: f64::NAN,
             predicted: None,

@@ -79,6 +79,30 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             good.replace("max_slowdown = 15.0", "max_slowdown = 0.5"),
             vec!["classes[1].slo.max_slowdown = 0.5"],
         ),
+        // A QCT objective needs queries in the workload, and an SLI source that sees them.
+        (
+            good.replace("max_slowdown = 15.0", "kind = \"qct_p99\", max_qct_us = 5000"),
+            vec![
+                "classes[1].slo.kind = \"qct_p99\"",
+                "gives it no queries",
+                "[mix.incast]",
+            ],
+        ),
+        (
+            good.replace("max_slowdown = 15.0", "kind = \"qct_p99\", max_qct_us = 5000")
+                .replace(
+                    "source = \"simulated\"",
+                    "source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nquery = \"q{quantile}{dscp}\"",
+                ),
+            vec!["classes[1].slo.kind = \"qct_p99\"", "cannot measure", "\"emu\""],
+        ),
+        (
+            good.replace(
+                "slo = { max_slowdown = 15.0 }",
+                "slo = { kind = \"qct\", max_qct_us = 5000 }",
+            ),
+            vec!["slo.kind = \"qct\" of class \"AF21\"", "unknown SLO kind"],
+        ),
         (good.replace("dscp = 18", "dscp = 10"), vec!["classes[1].dscp = 10"]),
         (good.replace("dscp = 26", "dscp = 99"), vec!["99"]),
         (
@@ -329,6 +353,7 @@ fn emu_on_an_unusable_metrics_listen_address_names_the_flag_and_exits_2() {
             size: Bytes(1000),
             start: Nanos(0),
             weight: 1.0,
+            query: None,
         }],
         Nanos(1_000_000),
     )

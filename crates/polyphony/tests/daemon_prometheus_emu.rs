@@ -78,6 +78,9 @@ fn flow(id: u64, dscp: Dscp, class: &str, slowdown: f64) -> FlowRecord {
         slowdown: Some(slowdown),
         init_cwnd: Some(10),
         error: None,
+        query: None,
+        request_ns: None,
+        received_ns: None,
     }
 }
 

@@ -67,7 +67,7 @@ fn classes_and_topology(sc: &Scenario) -> String {
             "[[classes]]\nname = \"{}\"\ndscp = {}\nslo = {{ max_slowdown = {} }}\n\n",
             c.name,
             c.dscp.value(),
-            c.slo.max_slowdown
+            c.slo.threshold()
         ));
     }
     let topo = CLASSES_AND_TOPOLOGY
@@ -348,7 +348,7 @@ fn daemon_on_the_testbed_lowers_the_objective_from_a_poor_start_and_survives_kil
                 .collect::<Vec<_>>()
         );
     }
-    let slos: Vec<f64> = sc.classes.iter().map(|c| c.slo.max_slowdown).collect();
+    let slos: Vec<f64> = sc.classes.iter().map(|c| c.slo.threshold()).collect();
     eprintln!("testbed-medium SLOs {slos:?}; kill -9 after iteration {it}");
     for (n, j, r, met) in &its {
         eprintln!("testbed iteration {n}: J = {j:.3}, ratios {r:.3?}, all SLOs met: {met}");

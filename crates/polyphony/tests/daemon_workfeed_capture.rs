@@ -47,6 +47,7 @@ fn workload() -> Workload {
                 size: Bytes(2_000 + x % 60_000),
                 start: Nanos::from_secs_f64(i as f64 * SPACING_S),
                 weight: 1.0,
+                query: None,
             }
         })
         .collect();

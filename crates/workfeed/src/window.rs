@@ -87,6 +87,7 @@ impl WorkloadWindow {
                 size: f.size,
                 start: f.start.saturating_sub(from),
                 weight: f.weight,
+                query: None,
             });
             captured.push(f);
         }

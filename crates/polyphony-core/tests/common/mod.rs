@@ -29,7 +29,7 @@ impl FormulaModel {
                         (Dscp::AF31, Some("reno")) => 1.5,
                         _ => 1.0,
                     };
-                    let y = self.scale * alg * c.slo.max_slowdown * (0.3 / k.weight).powf(0.7) * (1.0 + 0.1 * ecn);
+                    let y = self.scale * alg * c.slo.threshold() * (0.3 / k.weight).powf(0.7) * (1.0 + 0.1 * ecn);
                     ClassSli {
                         dscp: c.dscp,
                         flows: 100,
@@ -37,6 +37,7 @@ impl FormulaModel {
                         p99: y,
                         p999: y * 1.2,
                         mean: y / 2.0,
+                        qct: None,
                     }
                 })
                 .collect(),

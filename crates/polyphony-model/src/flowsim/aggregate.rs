@@ -602,6 +602,7 @@ impl Lane<'_> {
                     p99,
                     p999,
                     mean: sum[l] / v.len() as f64,
+                    qct: None,
                 })
             })
             .collect();

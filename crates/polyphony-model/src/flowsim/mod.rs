@@ -305,7 +305,8 @@ impl FlowSim {
             events: ap.arrivals(),
             ..RunStats::default()
         };
-        if input.keep_flows {
+        // Query completion times need every flow's end (aggregated in `finish`).
+        if input.keep_flows || input.workload.has_queries() {
             let fct: Vec<Option<Nanos>> = p
                 .ideals
                 .iter()

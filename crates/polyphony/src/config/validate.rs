@@ -91,6 +91,24 @@ impl DaemonConfig {
                 "use 0 (one per core) or up to 1024",
             ));
         }
+        // Query completion times come only from sources that replay the workload's queries.
+        if matches!(self.sli, SliSource::Prometheus { .. } | SliSource::Workfeed { .. }) {
+            if let Some((i, c)) = self
+                .classes
+                .iter()
+                .enumerate()
+                .find(|(_, c)| c.slo.kind() == polyphony_spec::SloKind::QctP99)
+            {
+                return Err(bad(
+                    &format!("classes[{i}].slo.kind"),
+                    &"\"qct_p99\"",
+                    &format!(
+                        "class {} has a query-completion-time SLO, which this SLI source cannot measure: use sli.source = \"simulated\" or \"emu\"",
+                        c.name
+                    ),
+                ));
+            }
+        }
         match &self.sli {
             SliSource::Simulated => {
                 if !matches!(self.workload, WorkloadSource::Scenario { .. }) {
@@ -173,6 +191,20 @@ impl DaemonConfig {
                         "workload.scenario",
                         &format!("{shown:?}"),
                         "the scenario's classes (DSCPs) differ from [[classes]]",
+                    ));
+                }
+                let no_queries = self.classes.iter().enumerate().find(|(_, c)| {
+                    c.slo.kind() == polyphony_spec::SloKind::QctP99
+                        && !s.mix.iter().any(|m| m.dscp == c.dscp && m.incast.is_some())
+                });
+                if let Some((i, c)) = no_queries {
+                    return Err(bad(
+                        &format!("classes[{i}].slo.kind"),
+                        &"\"qct_p99\"",
+                        &format!(
+                            "class {} has a query-completion-time SLO but the scenario {shown:?} gives it no queries: add [mix.incast] to its [[mix]] entry",
+                            c.name
+                        ),
                     ));
                 }
                 Some(s)

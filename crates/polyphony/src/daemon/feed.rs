@@ -471,6 +471,7 @@ impl CapturedWindow {
                     start: f.start,
                     fct: c.end.saturating_sub(c.start),
                     ideal: ideal.of(f.size),
+                    query: f.query,
                 }
             })
             .collect();

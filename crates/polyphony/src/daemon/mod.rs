@@ -64,13 +64,7 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
             c.classes.len(),
             c.classes
                 .iter()
-                .map(|k| format!(
-                    "{} DSCP {} p{} ≤ {}",
-                    k.name,
-                    k.dscp,
-                    k.slo.percentile * 100.0,
-                    k.slo.max_slowdown
-                ))
+                .map(|k| format!("{} DSCP {} {}", k.name, k.dscp, k.slo.describe()))
                 .collect::<Vec<_>>()
                 .join(", "),
             c.knob_space().dim(),
@@ -907,8 +901,9 @@ impl Daemon {
                 ClassRecord {
                     name: k.name.clone(),
                     dscp: k.dscp.value(),
-                    sli: m.and_then(|s| s.at(k.slo.percentile)).unwrap_or(f64::NAN),
-                    slo: k.slo.max_slowdown,
+                    sli: m.and_then(|s| k.slo.sli(s)).unwrap_or(f64::NAN),
+                    unit: k.slo.kind().unit().into(),
+                    slo: k.slo.threshold(),
                     ratio: *r,
                     predicted: None,
                     measured: m.copied(),

@@ -305,6 +305,7 @@ impl Sources {
                         p99,
                         p999,
                         mean,
+                        qct: None,
                     });
                 }
                 let (w, left_out) = match workload {
