@@ -1,50 +1,45 @@
-//! Per-flow dump of pktsim and flowsim on development cases (first configuration), for
-//! diagnosing where flowsim's tail differs from pktsim's. pktsim's per-flow outcomes are cached
-//! under `--cache`.
+//! One CSV row per measured flow of development cases, pktsim's and flowsim's outcome side by
+//! side (first configuration of each case), for finding where flowsim's tail holds other flows
+//! than pktsim's: `tools/flow-tails/tails.py FILE` summarises it by rate band. pktsim's per-flow
+//! outcomes are cached under `--cache` (one file per case seed; pktsim itself is not changed).
+//!
+//! ```text
+//! cargo run --release -p polyphony-model --example flowdump -- --cases 108 --threads 2 --cache DIR --out FILE
+//! ```
+//!
+//! Columns: case index, regime, class index, the class's weight, K (bytes) and initcwnd, source
+//! and destination host, start (ns), size (bytes), ideal FCT, pktsim's FCT, flowsim's FCT (ns),
+//! the path's base RTT (ns), its bottleneck rate (bit/s), the configuration's port buffer
+//! (bytes, 0: pktsim's default).
 mod common;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, SeedSet};
-use polyphony_model::{FlowSim, FlowSimOptions, PktSim};
+use polyphony_model::{FlowSim, PktSim};
 use std::io::Write;
 
 #[derive(Parser)]
 struct Args {
+    /// First development case.
     #[arg(long, default_value_t = 0)]
     first: u64,
+    /// Development cases (the regime is the index modulo 18).
     #[arg(long, default_value_t = 36)]
     cases: u64,
+    /// Random configurations drawn per case (the first is run; 4 draws the same first
+    /// configuration as `train_correction --configs 4`).
     #[arg(long, default_value_t = 4)]
     configs: usize,
+    /// Worker threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// pktsim's per-flow outcomes are read from / written to this directory.
     #[arg(long)]
     cache: std::path::PathBuf,
+    /// The CSV to write.
     #[arg(long)]
     out: std::path::PathBuf,
-    #[arg(long, default_value_t = 0.0)]
-    reverse_waits: f64,
-    #[arg(long, default_value_t = 1e6)]
-    reverse_cap: f64,
-    #[arg(long, default_value_t = 0.0)]
-    pipe_factor: f64,
-    #[arg(long, default_value_t = 0.0)]
-    syn_waits: f64,
-    #[arg(long, default_value_t = 0.0)]
-    mix: f64,
-    #[arg(long, default_value_t = 1.0)]
-    burst_factor: f64,
-    #[arg(long)]
-    keep_dominated: bool,
-    #[arg(long, default_value_t = 0.0)]
-    nic_tsq_ns: f64,
-    #[arg(long)]
-    reverse_nic_only: bool,
-    #[arg(long)]
-    reverse_per_class: bool,
-    #[arg(long, default_value_t = 0.0)]
-    reverse_weight_exp: f64,
 }
 
 fn main() -> Result<()> {
@@ -61,27 +56,12 @@ fn main() -> Result<()> {
             Err(_) => {
                 let o = PktSim::default().run(&input, cfg)?;
                 let f = o.output.flows.context("no flows")?;
-                std::fs::write(&path, serde_json::to_vec(&f)?)?;
+                std::fs::write(&path, serde_json::to_vec(&f)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
                 f
             }
         };
-        let ff = FlowSim::new(FlowSimOptions {
-            reverse_waits: a.reverse_waits,
-            reverse_cap: a.reverse_cap,
-            pipe_factor: a.pipe_factor,
-            syn_waits: a.syn_waits,
-            queue_share_mix: a.mix,
-            burst_factor: a.burst_factor,
-            keep_dominated: a.keep_dominated,
-            nic_tsq_ns: a.nic_tsq_ns,
-            reverse_nic_only: a.reverse_nic_only,
-            reverse_per_class: a.reverse_per_class,
-            reverse_weight_exp: a.reverse_weight_exp,
-            ..Default::default()
-        })
-        .run(&input, cfg)?
-        .flows
-        .context("no flows")?;
+        let ff = FlowSim::default().run(&input, cfg)?.flows.context("no flows")?;
         let fs: std::collections::HashMap<u64, u64> = ff.iter().map(|x| (x.id.0, x.fct.0)).collect();
         let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
         let mut s = String::new();

@@ -30,8 +30,8 @@ use gbdt::decision_tree::{Data, DataVec};
 use gbdt::gradient_boost::GBDT;
 use polyphony_model::correction::{features, Correction, Forest, Tree, FEATURES, N_FEATURES};
 use polyphony_model::validation::{case, median, objective, spearman, Case, SeedSet};
+use polyphony_model::FlowSim;
 use polyphony_model::ModelOutput;
-use polyphony_model::{FlowSim, FlowSimOptions};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -95,42 +95,6 @@ struct Args {
     /// Cross-validate K-fold by case first (printed by regime).
     #[arg(long)]
     cv: Option<u64>,
-    /// flowsim's reverse-path waits (`FlowSimOptions::reverse_waits`; default: the model's).
-    #[arg(long)]
-    reverse_waits: Option<f64>,
-    /// flowsim's reverse-path backlog cap in bytes (`FlowSimOptions::reverse_cap`).
-    #[arg(long)]
-    reverse_cap: Option<f64>,
-    /// flowsim's `FlowSimOptions::burst_factor`.
-    #[arg(long)]
-    burst_factor: Option<f64>,
-    /// flowsim's `FlowSimOptions::syn_waits`.
-    #[arg(long)]
-    syn_waits: Option<f64>,
-    /// flowsim's `FlowSimOptions::queue_factor`.
-    #[arg(long)]
-    queue_factor: Option<f64>,
-    /// flowsim's `FlowSimOptions::queue_share_mix`.
-    #[arg(long)]
-    queue_share_mix: Option<f64>,
-    /// flowsim's `FlowSimOptions::keep_dominated`.
-    #[arg(long)]
-    keep_dominated: bool,
-    /// flowsim's `FlowSimOptions::pipe_factor`.
-    #[arg(long)]
-    pipe_factor: Option<f64>,
-    /// flowsim's `FlowSimOptions::nic_tsq_ns`.
-    #[arg(long)]
-    nic_tsq_ns: Option<f64>,
-    /// flowsim's `FlowSimOptions::reverse_nic_only`.
-    #[arg(long)]
-    reverse_nic_only: bool,
-    /// flowsim's `FlowSimOptions::reverse_per_class`.
-    #[arg(long)]
-    reverse_per_class: bool,
-    /// flowsim's `FlowSimOptions::reverse_weight_exp`.
-    #[arg(long)]
-    reverse_weight_exp: Option<f64>,
     /// Fit on every case and write the artifact here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -214,16 +178,10 @@ fn masked(f: &[f32], without: &[usize]) -> Vec<f32> {
     g
 }
 
-fn case_data(
-    c: &Case,
-    cache: Option<&std::path::Path>,
-    target: Target,
-    extra: bool,
-    opts: FlowSimOptions,
-) -> Result<CaseData> {
+fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let (pkt, _) = common::pktcache::outputs(c, &input, "dev", cache)?;
-    let flowsim = FlowSim::new(opts);
+    let flowsim = FlowSim::default();
     let mut rows = Vec::new();
     for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
         let (fo, fs) = r?;
@@ -619,37 +577,6 @@ fn main() -> Result<()> {
         (false, true) => Target::Direct,
         (true, true) => bail!("--excess and --direct exclude each other"),
     };
-    let mut opts = FlowSimOptions::default();
-    if let Some(x) = a.reverse_waits {
-        opts.reverse_waits = x;
-    }
-    if let Some(x) = a.reverse_cap {
-        opts.reverse_cap = x;
-    }
-    if let Some(x) = a.burst_factor {
-        opts.burst_factor = x;
-    }
-    if let Some(x) = a.syn_waits {
-        opts.syn_waits = x;
-    }
-    if let Some(x) = a.queue_factor {
-        opts.queue_factor = x;
-    }
-    if let Some(x) = a.queue_share_mix {
-        opts.queue_share_mix = x;
-    }
-    opts.keep_dominated |= a.keep_dominated;
-    if let Some(x) = a.pipe_factor {
-        opts.pipe_factor = x;
-    }
-    if let Some(x) = a.nic_tsq_ns {
-        opts.nic_tsq_ns = x;
-    }
-    opts.reverse_nic_only |= a.reverse_nic_only;
-    opts.reverse_per_class |= a.reverse_per_class;
-    if let Some(x) = a.reverse_weight_exp {
-        opts.reverse_weight_exp = x;
-    }
     if let Some(n) = a.tails {
         let res = common::par_map(&cases[..(n as usize).min(cases.len())], a.threads, tails)?;
         let mut by: BTreeMap<String, Vec<[f64; 7]>> = BTreeMap::new();
@@ -698,7 +625,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let data = common::par_map(&cases, a.threads, |c| {
-        case_data(c, a.pktsim_cache.as_deref(), target, a.extra, opts)
+        case_data(c, a.pktsim_cache.as_deref(), target, a.extra)
     })?;
     if let Some(path) = &a.dump {
         dump(path, a.first, &data)?;

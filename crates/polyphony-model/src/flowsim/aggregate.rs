@@ -106,12 +106,6 @@ struct AggLink {
     flows: Vec<AggFlow>,
     /// Per class: the top of its truncated-sum curve (from its largest flow).
     top: [Top; MAX_CLASSES],
-    /// Bytes the link's pipe holds (rate × its flows' mean base RTT × `pipe_factor`).
-    pipe: F,
-    /// 1 on a switch port (the standing queue follows K), 0 on a host's NIC.
-    ecn: F,
-    /// Per active flow, the bytes a NIC may hold (0 on a switch port).
-    tsq: F,
 }
 
 /// Everything about a batch that does not depend on the configuration.
@@ -125,7 +119,7 @@ pub(crate) struct AggPlan {
 }
 
 impl AggPlan {
-    pub fn new(input: &ModelInput, p: &Plan, opts: &FlowSimOptions) -> AggPlan {
+    pub fn new(input: &ModelInput, p: &Plan) -> AggPlan {
         let classes = input.classes.len();
         let flows = &input.workload.flows;
         let mut measured = vec![(Vec::new(), Vec::new()); classes];
@@ -144,8 +138,7 @@ impl AggPlan {
         let links = p
             .links
             .iter()
-            .zip(&p.nic)
-            .map(|((rate, lf), &nic)| {
+            .map(|(rate, lf)| {
                 let r = rate.0 as f64 / 8e9;
                 let mut max_size = [0.0f64; MAX_CLASSES];
                 let mut offered = [0.0f64; MAX_CLASSES];
@@ -197,19 +190,7 @@ impl AggPlan {
                         }
                     })
                     .collect();
-                let mean_rtt = lf.iter().map(|f| f.base_rtt).sum::<f64>() / lf.len().max(1) as f64;
-                AggLink {
-                    r: r as F,
-                    flows,
-                    top,
-                    pipe: (opts.pipe_factor * r * mean_rtt) as F,
-                    ecn: if nic && opts.nic_tsq_ns > 0.0 { 0.0 } else { 1.0 },
-                    tsq: if nic && opts.nic_tsq_ns > 0.0 {
-                        (r * opts.nic_tsq_ns).max(2.0 * MTU) as F
-                    } else {
-                        0.0
-                    },
-                }
+                AggLink { r: r as F, flows, top }
             })
             .collect();
         AggPlan {
@@ -245,10 +226,6 @@ struct Knobs<const L: usize> {
     /// Per set of classes m (bit j: class j, of the first [`FILL_CLASSES`]): 1 / Σ_{j∈m} w_j
     /// (for [`drain_fill`]).
     inv_wsum: [[F; L]; 1 << FILL_CLASSES],
-    /// Waits behind the standing queue beyond the slow-start rounds'.
-    q_add: F,
-    /// Share-vs-ρ mix of the standing-queue waits' rate.
-    q_mix: F,
 }
 
 impl<const L: usize> Knobs<L> {
@@ -262,8 +239,6 @@ impl<const L: usize> Knobs<L> {
             inv_init: [[1.0; L]; MAX_CLASSES],
             k_lim: [[1.0; L]; MAX_CLASSES],
             inv_wsum: [[0.0; L]; 1 << FILL_CLASSES],
-            q_add: opts.syn_waits as F,
-            q_mix: opts.queue_share_mix as F,
         };
         for (l, params) in lanes.iter().enumerate() {
             for (c, p) in params.iter().enumerate() {
@@ -273,7 +248,7 @@ impl<const L: usize> Knobs<L> {
                 k.inv_init[c][l] = (1.0 / init) as F;
                 if opts.standing_queue {
                     k.phi_k[c][l] = (opts.queue_factor * p.ecn_k as f64) as F;
-                    k.burst[c][l] = (opts.burst_factor * init * MTU) as F;
+                    k.burst[c][l] = (init * MTU) as F;
                 }
                 k.k_lim[c][l] = if opts.slow_start {
                     ((p.ecn_k as f64 / (init * MTU)).max(1.0).log2().ceil() + 1.0) as F
@@ -496,13 +471,7 @@ fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
             }
         }
         for l in 0..W {
-            out.q[l] = min(
-                b[C][l],
-                max(
-                    kn.phi_k[C][l] * link.ecn,
-                    cv.flows(l).mul_add(max(kn.burst[C][l], link.tsq), -link.pipe),
-                ),
-            );
+            out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
         }
         for l in 0..W {
             b[C][l] += s;
@@ -539,8 +508,7 @@ fn delay<const W: usize, const CH: usize>(
             let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
             let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
             let k = min(bits, kn.k_lim[c][l]);
-            let inv_q = kn.q_mix.mul_add(inv_share - inv_rho, inv_rho);
-            ex[l] += (k - 1.0).mul_add(f.rtt, ((k + kn.q_add) * pd.q[l]).mul_add(inv_q, ps));
+            ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
         }
     }
 }
@@ -721,7 +689,6 @@ const CHUNK: usize = 16;
 pub(crate) fn run_group(
     ap: &AggPlan,
     base_extra: &[f64],
-    (reverse, flow_class): (&[f64], &[u8]),
     group: &[&[ClassParams]],
     opts: &FlowSimOptions,
     scratch: &mut AggScratch,
@@ -735,7 +702,6 @@ pub(crate) fn run_group(
         let kn = [Knobs::<1>::new(&[last], opts)];
         one.clear();
         one.extend(base_extra.iter().map(|&e| [e as F]));
-        add_reverse(one, reverse, flow_class, &[last], opts);
         let end = pass(ap, &kn, one, sd)[0];
         let data = LaneData::One(one);
         done(0, Lane { data, lane: 0, end, sd });
@@ -747,7 +713,6 @@ pub(crate) fn run_group(
         std::array::from_fn(|h| Knobs::new(&std::array::from_fn(|l| params[h * CHUNK + l]), opts));
     lanes.clear();
     lanes.extend(base_extra.iter().map(|&e| [e as F; LANES]));
-    add_reverse(lanes, reverse, flow_class, &params, opts);
     let end = pass(ap, &kn, lanes, sd);
     for (i, &end) in end.iter().enumerate().take(group.len()) {
         done(
@@ -759,31 +724,6 @@ pub(crate) fn run_group(
                 sd,
             },
         );
-    }
-}
-
-/// Adds each flow's reverse-path wait, scaled by its class's weight in each lane.
-fn add_reverse<const L: usize>(
-    ex: &mut [[F; L]],
-    reverse: &[f64],
-    flow_class: &[u8],
-    lanes: &[&[ClassParams]],
-    opts: &FlowSimOptions,
-) {
-    if reverse.is_empty() {
-        return;
-    }
-    let mut mult = [[1.0 as F; L]; MAX_CLASSES];
-    for (l, params) in lanes.iter().enumerate().take(L) {
-        for (c, p) in params.iter().enumerate() {
-            mult[c][l] = p.weight.max(1e-3).powf(-opts.reverse_weight_exp) as F;
-        }
-    }
-    for ((e, &r), &c) in ex.iter_mut().zip(reverse).zip(flow_class) {
-        let m = &mult[c as usize % MAX_CLASSES];
-        for l in 0..L {
-            e[l] = (r as F).mul_add(m[l], e[l]);
-        }
     }
 }
 

@@ -45,8 +45,8 @@ pub(crate) struct Planned {
 impl Planned {
     /// The aggregate mode's plan (built on first use from `input`, the input this plan was
     /// made for).
-    pub fn agg(&self, input: &ModelInput, opts: &super::FlowSimOptions) -> &AggPlan {
-        self.agg.get_or_init(|| AggPlan::new(input, &self.plan, opts))
+    pub fn agg(&self, input: &ModelInput) -> &AggPlan {
+        self.agg.get_or_init(|| AggPlan::new(input, &self.plan))
     }
 
     /// The learned correction's window features (built on first use from `input`).

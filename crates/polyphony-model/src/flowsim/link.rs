@@ -17,6 +17,4 @@ pub(crate) struct LinkFlow {
     /// The flow's base RTT (ns) on the first simulated link of its path, 0 on the others: a
     /// slow-start round costs one RTT however many links the flow crosses.
     pub rtt: f64,
-    /// The flow's base RTT (ns) on every link.
-    pub base_rtt: f64,
 }

@@ -58,38 +58,6 @@ pub struct FlowSimOptions {
     /// `validation` (54 random cases × 6 configurations; 1.5, 2 and 3 tried: median per-class
     /// p99 error 27.1, 26.6 and 29.6 %).
     pub queue_factor: f64,
-    /// Waits a flow spends behind the queues on its reverse path (SYN-ACK, ACKs, the final
-    /// application ack wait behind the data the receiver side sends). Each wait is the total
-    /// backlog of the reverse path's links at the flow's arrival (fluid, capped at
-    /// [`reverse_cap`](Self::reverse_cap) bytes per link) over their rates; 0: not modelled.
-    pub reverse_waits: f64,
-    /// The most bytes a reverse-path link's backlog counts with (its queue cannot exceed a
-    /// buffer).
-    pub reverse_cap: f64,
-    /// Multiplier of the active flows' initial windows in the standing queue (n · initcwnd ·
-    /// MTU); 1 by default.
-    pub burst_factor: f64,
-    /// Extra waits behind the standing queue beyond the slow-start rounds' (the SYN's: 1).
-    pub syn_waits: f64,
-    /// Where between the class's service rate ρ (0) and its GPS share at arrival (1) the
-    /// standing-queue waits are served.
-    pub queue_share_mix: f64,
-    /// Simulate the links a dominated-link rule would skip (a dumbbell's senders' NICs).
-    pub keep_dominated: bool,
-    /// The active flows' initial windows count in the standing queue only beyond this many
-    /// bandwidth-delay products of the link (its rate × its flows' mean base RTT); 0: all.
-    pub pipe_factor: f64,
-    /// Host NICs do not mark (ECN) and keep up to TCP small queues' limit per active flow:
-    /// on a host's link the standing queue is min(B_c, n_c · max(initcwnd·MTU, tsq)), not
-    /// bounded by φ·K. The limit in ns of the link's rate (pktsim: 1 ms); 0: NICs are
-    /// modelled like switch ports.
-    pub nic_tsq_ns: f64,
-    /// Count only the reverse path's host NIC (the receiver's link) in the reverse waits.
-    pub reverse_nic_only: bool,
-    /// The reverse waits count only the flow's own class's backlog (each class drained alone).
-    pub reverse_per_class: bool,
-    /// The reverse wait of a class of weight w is multiplied by w^(−e) (its share of the NIC).
-    pub reverse_weight_exp: f64,
 }
 
 impl Default for FlowSimOptions {
@@ -98,17 +66,6 @@ impl Default for FlowSimOptions {
             standing_queue: true,
             slow_start: true,
             queue_factor: 2.0,
-            reverse_waits: 0.0,
-            reverse_cap: 1e6,
-            burst_factor: 1.0,
-            syn_waits: 0.0,
-            queue_share_mix: 0.0,
-            keep_dominated: false,
-            pipe_factor: 0.0,
-            nic_tsq_ns: 0.0,
-            reverse_nic_only: false,
-            reverse_per_class: false,
-            reverse_weight_exp: 0.0,
         }
     }
 }
@@ -150,16 +107,11 @@ impl PartialEq for FlowSim {
 struct Plan {
     flow_class: Vec<u8>,
     links: Vec<(polyphony_spec::BitsPerSec, Vec<LinkFlow>)>,
-    /// Per simulated link: whether it leaves a host (a NIC).
-    nic: Vec<bool>,
     base_extra: Vec<f64>,
-    /// Per flow: the reverse-path wait (ns) at full rate, scaled per configuration by the
-    /// class's weight ([`FlowSimOptions::reverse_weight_exp`]); empty when not modelled.
-    reverse: Vec<f64>,
     ideals: Vec<Nanos>,
 }
 
-fn plan(input: &ModelInput, opts: &FlowSimOptions) -> Result<Plan, ModelError> {
+fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
     let flow_class = flow_classes(input)?;
     let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
     let flows = &input.workload.flows;
@@ -220,18 +172,11 @@ fn plan(input: &ModelInput, opts: &FlowSimOptions) -> Result<Plan, ModelError> {
                 class: flow_class[i],
                 idle: wire * 8e9 / lk.rate.min(ideal.bottleneck).0 as f64,
                 rtt: 0.0,
-                base_rtt: ideal.base_rtt.0 as f64,
             });
         }
         ideals.push(ideal.of(f.size));
         rtts.push(ideal.base_rtt.0);
     }
-    let mut reverse = Vec::new();
-    if opts.reverse_waits > 0.0 {
-        reverse = vec![0.0; flows.len()];
-        reverse_waits(&topo, flows, &flow_class, &per_link, opts, &mut reverse);
-    }
-    let mut nic = Vec::new();
     let mut plan_links: Vec<(polyphony_spec::BitsPerSec, Vec<LinkFlow>)> = per_link
         .into_iter()
         .enumerate()
@@ -241,12 +186,9 @@ fn plan(input: &ModelInput, opts: &FlowSimOptions) -> Result<Plan, ModelError> {
             }
             let nx = next_of[*l];
             // Dominated: all flows continue on one next link that is no faster.
-            opts.keep_dominated || !(nx < u32::MAX - 1 && links[nx as usize].rate <= links[*l].rate)
+            !(nx < u32::MAX - 1 && links[nx as usize].rate <= links[*l].rate)
         })
-        .map(|(l, lf)| {
-            nic.push(topo.is_host(links[l].from));
-            (links[l].rate, lf)
-        })
+        .map(|(l, lf)| (links[l].rate, lf))
         .collect();
     // The slow-start rounds' RTTs count once per flow, on its first simulated link.
     let mut counted = vec![false; flows.len()];
@@ -260,73 +202,9 @@ fn plan(input: &ModelInput, opts: &FlowSimOptions) -> Result<Plan, ModelError> {
     Ok(Plan {
         flow_class,
         links: plan_links,
-        nic,
         base_extra,
-        reverse,
         ideals,
     })
-}
-
-/// Adds to each flow's configuration-independent extra delay the waits behind the backlog of
-/// its reverse path's links at its arrival ([`FlowSimOptions::reverse_waits`]). Each link's
-/// total backlog follows Lindley's recursion over its flows' arrivals (fluid, at line rate).
-fn reverse_waits(
-    topo: &crate::topology::Topology,
-    flows: &[polyphony_spec::Flow],
-    flow_class: &[u8],
-    per_link: &[Vec<LinkFlow>],
-    opts: &FlowSimOptions,
-    base_extra: &mut [f64],
-) {
-    let links = topo.links();
-    let classes = per_link
-        .iter()
-        .flatten()
-        .map(|f| f.class as usize + 1)
-        .max()
-        .unwrap_or(1);
-    // Per link (and class, with `reverse_per_class`): arrival times and the backlog just
-    // after each arrival (bytes).
-    let groups = if opts.reverse_per_class { classes } else { 1 };
-    let series: Vec<Vec<(Vec<f64>, Vec<f64>)>> = per_link
-        .iter()
-        .zip(links)
-        .map(|(lf, lk)| {
-            let r = lk.rate.0 as f64 / 8e9;
-            let mut out = vec![(Vec::new(), Vec::new()); groups];
-            let mut state = vec![(0.0f64, 0.0f64); groups];
-            for f in lf {
-                let g = if groups > 1 { f.class as usize } else { 0 };
-                let (b, last) = &mut state[g];
-                *b = (*b - (f.start - *last) * r).max(0.0) + f.work;
-                *last = f.start;
-                out[g].0.push(f.start);
-                out[g].1.push(*b);
-            }
-            out
-        })
-        .collect();
-    for (i, f) in flows.iter().enumerate() {
-        let now = f.start.0 as f64;
-        let mut wait = 0.0;
-        for &l in topo.route(f.dst, f.src, f.id.0).links() {
-            if opts.reverse_nic_only && !topo.is_host(links[l as usize].from) {
-                continue;
-            }
-            let g = if groups > 1 { flow_class[i] as usize } else { 0 };
-            let Some((t, after)) = series[l as usize].get(g) else {
-                continue;
-            };
-            let k = t.partition_point(|&x| x <= now);
-            if k == 0 {
-                continue;
-            }
-            let r = links[l as usize].rate.0 as f64 / 8e9;
-            let b = (after[k - 1] - (now - t[k - 1]) * r).max(0.0);
-            wait += b.min(opts.reverse_cap) / r;
-        }
-        base_extra[i] += opts.reverse_waits * wait;
-    }
 }
 
 impl Plan {
@@ -374,7 +252,7 @@ impl FlowSim {
         &self,
         input: &ModelInput,
     ) -> Result<std::sync::Arc<crate::correction::WindowFeatures>, ModelError> {
-        Ok(self.plans.get(input, |i| plan(i, &self.options))?.window(input))
+        Ok(self.plans.get(input, plan)?.window(input))
     }
 
     /// Evaluates one configuration.
@@ -406,17 +284,9 @@ impl FlowSim {
                 .iter()
                 .filter_map(|&i| params[i].as_ref().ok().map(|v| v.as_slice()))
                 .collect();
-            aggregate::run_group(
-                ap,
-                &p.base_extra,
-                (&p.reverse, &p.flow_class),
-                &group,
-                &self.options,
-                &mut scratch,
-                |k, lane| {
-                    results[chunk[k]] = Some(self.aggregate_output(input, p, ap, lane));
-                },
-            );
+            aggregate::run_group(ap, &p.base_extra, &group, &self.options, &mut scratch, |k, lane| {
+                results[chunk[k]] = Some(self.aggregate_output(input, p, ap, lane));
+            });
         }
         for (r, pr) in results.into_iter().zip(params) {
             out.push(match (r, pr) {
@@ -469,8 +339,8 @@ impl NetworkModel for FlowSim {
         "flowsim-aggregate"
     }
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
-        match self.plans.get(input, |i| plan(i, &self.options)) {
-            Ok(p) => self.run_aggregate(input, &p.plan, p.agg(input, &self.options), configs),
+        match self.plans.get(input, plan) {
+            Ok(p) => self.run_aggregate(input, &p.plan, p.agg(input), configs),
             Err(e) => configs.iter().map(|_| Err(e.clone())).collect(),
         }
     }
