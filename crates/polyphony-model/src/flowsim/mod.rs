@@ -31,6 +31,7 @@
 //! `seed` only salts ECMP, the same way as `pktsim`.
 
 mod aggregate;
+mod burst;
 mod cache;
 mod curve;
 pub(crate) mod link;
@@ -58,6 +59,9 @@ pub struct FlowSimOptions {
     /// `validation` (54 random cases × 6 configurations; 1.5, 2 and 3 tried: median per-class
     /// p99 error 27.1, 26.6 and 29.6 %).
     pub queue_factor: f64,
+    /// The packet-level constants the incast loss model shares with `pktsim` (its minimum
+    /// RTO and default port buffer; `flowsim/burst.rs`).
+    pub packet: crate::pktsim::PktSimOptions,
 }
 
 impl Default for FlowSimOptions {
@@ -66,6 +70,7 @@ impl Default for FlowSimOptions {
             standing_queue: true,
             slow_start: true,
             queue_factor: 2.0,
+            packet: crate::pktsim::PktSimOptions::default(),
         }
     }
 }
@@ -109,6 +114,8 @@ struct Plan {
     links: Vec<(polyphony_spec::BitsPerSec, Vec<LinkFlow>)>,
     base_extra: Vec<f64>,
     ideals: Vec<Nanos>,
+    /// The workload's partition-aggregate queries (empty without queries).
+    queries: Vec<burst::Query>,
 }
 
 fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
@@ -199,12 +206,45 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
             }
         }
     }
+    let queries = queries(input, &topo, &flow_class, &rtts);
     Ok(Plan {
         flow_class,
         links: plan_links,
         base_extra,
         ideals,
+        queries,
     })
+}
+
+/// The responses of each query, grouped by query id (in order of first response).
+fn queries(input: &ModelInput, topo: &crate::topology::Topology, flow_class: &[u8], rtts: &[u64]) -> Vec<burst::Query> {
+    let links = topo.links();
+    let mut index: rustc_hash::FxHashMap<u64, usize> = Default::default();
+    let mut out: Vec<burst::Query> = Vec::new();
+    for (i, f) in input.workload.flows.iter().enumerate() {
+        let Some(qid) = f.query else { continue };
+        let path = topo.route(f.src, f.dst, f.id.0);
+        let ls = path.links();
+        let (Some(&first), Some(&last)) = (ls.first(), ls.last()) else {
+            continue;
+        };
+        let k = *index.entry(qid.0).or_insert_with(|| {
+            out.push(burst::Query {
+                class: flow_class[i],
+                port_bps: links[last as usize].rate.0 as f64,
+                responses: Vec::new(),
+            });
+            out.len() - 1
+        });
+        out[k].responses.push(burst::Response {
+            flow: i as u32,
+            segs: f.size.0.div_ceil(MSS).max(1) as u32,
+            host: f.src.0,
+            nic_bps: links[first as usize].rate.0 as f64,
+            rtt: rtts[i] as f64,
+        });
+    }
+    out
 }
 
 impl Plan {
@@ -285,7 +325,9 @@ impl FlowSim {
                 .filter_map(|&i| params[i].as_ref().ok().map(|v| v.as_slice()))
                 .collect();
             aggregate::run_group(ap, &p.base_extra, &group, &self.options, &mut scratch, |k, lane| {
-                results[chunk[k]] = Some(self.aggregate_output(input, p, ap, lane));
+                let i = chunk[k];
+                let loss = params[i].as_ref().ok().map(|v| (v.as_slice(), &configs[i]));
+                results[i] = Some(self.aggregate_output(input, p, ap, lane, loss));
             });
         }
         for (r, pr) in results.into_iter().zip(params) {
@@ -299,18 +341,39 @@ impl FlowSim {
         out
     }
 
-    /// The output of one configuration of a group (its lane of extra delays).
-    fn aggregate_output(&self, input: &ModelInput, p: &Plan, ap: &AggPlan, mut lane: Lane<'_>) -> ModelOutput {
+    /// The output of one configuration of a group (its lane of extra delays); `loss` is the
+    /// configuration and its parameters, for the queries' burst losses.
+    fn aggregate_output(
+        &self,
+        input: &ModelInput,
+        p: &Plan,
+        ap: &AggPlan,
+        mut lane: Lane<'_>,
+        loss: Option<(&[ClassParams], &NetworkConfig)>,
+    ) -> ModelOutput {
         let mut stats = RunStats {
             events: ap.arrivals(),
             ..RunStats::default()
         };
         // Query completion times need every flow's end (aggregated in `finish`).
         if input.keep_flows || input.workload.has_queries() {
+            let mut extras = lane.extras();
+            if let Some((params, cfg)) = loss {
+                let port = cfg.port_buffer.unwrap_or(self.options.packet.default_port_buffer).0;
+                for q in &p.queries {
+                    for (r, d) in q
+                        .responses
+                        .iter()
+                        .zip(burst::loss_delays(q, params, port, &self.options))
+                    {
+                        extras[r.flow as usize] += d;
+                    }
+                }
+            }
             let fct: Vec<Option<Nanos>> = p
                 .ideals
                 .iter()
-                .zip(lane.extras())
+                .zip(extras)
                 .map(|(i, e)| Some(Nanos(i.0 + e.round() as u64)))
                 .collect();
             let end = input
