@@ -82,6 +82,10 @@ pub struct AcqContext<'a> {
     pub stand_in: Option<&'a [f64]>,
     /// The model's per-class calibration factors ([`crate::calibration`]); `None` = 1.
     pub scale: Option<&'a [f64]>,
+    /// Safe exploration ([`ControllerParams::safe_ucb_sigmas`]), given only when a compliant
+    /// configuration is known: leave the incumbent (the centre) only for a candidate whose ĝ's
+    /// upper confidence bound, mean + this many σ, stays below J = 1.
+    pub safe_sigmas: Option<f64>,
 }
 
 /// One scored configuration.
@@ -132,6 +136,16 @@ pub struct AcqOutcome {
     pub calls: usize,
     /// Classes the model had no SLI of for some candidate; their measured ratio stood in.
     pub stood_in: Vec<String>,
+    /// True when the safety rule replaced the acquisition's choice (its upper bound reached 1).
+    pub safe: bool,
+}
+
+impl Scored {
+    /// The upper confidence bound of ĝ at `sigmas` standard deviations, in objective units.
+    pub fn ucb(&self, ctx: &AcqContext<'_>, sigmas: f64) -> f64 {
+        let rs = ctx.params.residual;
+        rs.to_objective(rs.of_f(self.f, ctx.model.is_some()) + self.mu + sigmas * self.sigma)
+    }
 }
 
 /// Weight of the uncensored surrogate mean in A_TR: only breaks ties between candidates whose
@@ -445,6 +459,7 @@ fn initial_design(ctx: &AcqContext<'_>, ev: &Evaluator<'_>) -> Result<AcqOutcome
         evaluations: 0,
         calls: 0,
         stood_in: Vec::new(),
+        safe: false,
     })
 }
 
@@ -567,6 +582,31 @@ pub fn acquire(
             .unwrap_or(best);
         (e.clone(), true)
     };
+    let (best, exploit, safe) = match ctx.safe_sigmas {
+        Some(k) if best.ucb(ctx, k) >= 1.0 => {
+            let inside = |s: &&Scored| ctx.radius.is_none_or(|r| s.distance <= r);
+            let safe = all
+                .iter()
+                .copied()
+                .filter(|s| s.acq.is_finite() && s.ei > p.acq_ei_floor && s.ucb(ctx, k) < 1.0)
+                .filter(inside)
+                .min_by(|a, b| a.acq.total_cmp(&b.acq));
+            match safe {
+                Some(s) => (s.clone(), false, true),
+                // Nothing safe promises improvement: stay at the incumbent (the centre).
+                None => {
+                    let inc = all
+                        .iter()
+                        .copied()
+                        .filter(|s| s.f.is_finite())
+                        .min_by(|a, b| a.distance.total_cmp(&b.distance))
+                        .unwrap_or(&best);
+                    (inc.clone(), true, true)
+                }
+            }
+        }
+        _ => (best, exploit, false),
+    };
     let evaluations = *ev.evaluations.borrow();
     let calls = *ev.calls.borrow();
     let stood_in = ev.stood_in.borrow().clone();
@@ -576,6 +616,7 @@ pub fn acquire(
         evaluations,
         calls,
         stood_in,
+        safe,
     })
 }
 
@@ -653,6 +694,7 @@ mod tests {
             known: &[],
             stand_in: None,
             scale: None,
+            safe_sigmas: None,
         };
         let ev = Evaluator::new(&ctx);
         let acq = ev.score(&[space.opt_of(&centre)]);
@@ -718,5 +760,98 @@ mod tests {
         assert!((b.g_hat() - bound).abs() < 1e-9, "{} vs {bound}", b.g_hat());
         assert!((b.ei - (g_best.ln() - bound.ln())).abs() < 1e-9);
         assert!(b.ei >= a.ei);
+    }
+
+    /// Every class's ratio falls as AF11's ECN threshold grows: 0.9 at 30 kB.
+    struct Slope {
+        classes: Vec<TrafficClass>,
+    }
+
+    impl PerformanceModel for Slope {
+        fn predict(&self, configs: &[NetworkConfig], _crn: u64) -> Result<Vec<SliVector>, ModelError> {
+            Ok(configs
+                .iter()
+                .map(|cfg| {
+                    let k = cfg.class(Dscp::AF11).map_or(30_000.0, |c| c.ecn_threshold.0 as f64);
+                    let r = (0.9 * 30_000.0 / k).clamp(0.05, 5.0);
+                    SliVector {
+                        classes: self
+                            .classes
+                            .iter()
+                            .map(|c| {
+                                let y = r * c.slo.max_slowdown;
+                                ClassSli {
+                                    dscp: c.dscp,
+                                    flows: 100,
+                                    p50: y,
+                                    p99: y,
+                                    p999: y,
+                                    mean: y,
+                                }
+                            })
+                            .collect(),
+                    }
+                })
+                .collect())
+        }
+    }
+
+    /// One acquisition from the default start with a compliant g_best = 0.9, under a constant
+    /// log residual N(0, σ²), with the safety rule at `safe` σ (or off).
+    fn acquire_with(sigma: f64, safe: Option<f64>) -> (AcqOutcome, f64) {
+        let classes = vec![
+            TrafficClass::new("AF11", Dscp::AF11, 10.0),
+            TrafficClass::new("AF21", Dscp::AF21, 13.0),
+            TrafficClass::new("AF31", Dscp::AF31, 17.0),
+        ];
+        let params = ControllerParams::default();
+        let objective = Objective::new(&classes, params.lse_sharpness, params.fairness_weight).unwrap();
+        let dscps: Vec<Dscp> = classes.iter().map(|c| c.dscp).collect();
+        let space = Space::new(&KnobSpace::per_class_default(&dscps), None).unwrap();
+        let base = default_initial(&classes);
+        let centre = space.point_of_config(&base).unwrap();
+        let surrogate = Surrogate::constant(0.0, sigma, SurrogateStatus::Disabled);
+        let model = Slope {
+            classes: classes.clone(),
+        };
+        let ctx = AcqContext {
+            space: &space,
+            base: &base,
+            objective: &objective,
+            surrogate: &surrogate,
+            model: Some(&model),
+            crn_seed: 1,
+            centre: &centre,
+            radius: Some(0.3),
+            g_best: 0.9,
+            params: &params,
+            known: &[],
+            stand_in: None,
+            scale: None,
+            safe_sigmas: safe,
+        };
+        let mut rng = <Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(3);
+        let out = acquire(&ctx, &[], &mut rng).unwrap();
+        let ucb = out.best.ucb(&ctx, safe.unwrap_or(0.0));
+        (out, ucb)
+    }
+
+    #[test]
+    fn a_compliant_incumbent_is_left_only_for_a_candidate_whose_upper_bound_stays_below_one() {
+        // Wide residual: EI alone moves away (to a larger AF11 threshold) although the move's
+        // upper bound at 2σ is far above 1.
+        let (free, _) = acquire_with(1.5, None);
+        assert!(free.best.distance > 0.05 && !free.safe, "{}", free.best.distance);
+        assert!(free.best.f * (2.0f64 * 1.5).exp() > 1.0);
+        // With the rule nothing is safe: the incumbent (the centre) stays.
+        let (kept, ucb) = acquire_with(1.5, Some(2.0));
+        assert!(kept.safe && kept.exploit, "{:?}", kept.best.distance);
+        assert!(kept.best.distance < 1e-9, "{}", kept.best.distance);
+        assert!(ucb >= 1.0);
+        // A narrow residual: the chosen move is safe, and the rule does not change it.
+        let (narrow, ucb) = acquire_with(0.05, Some(2.0));
+        let (narrow_free, _) = acquire_with(0.05, None);
+        assert!(ucb < 1.0 && !narrow.safe, "{ucb}");
+        assert_eq!(narrow.best.x, narrow_free.best.x);
     }
 }

@@ -436,7 +436,8 @@ impl Controller {
             st.regime_shift_pending = true;
         } else {
             let improved = before.is_none_or(|b| d.value < b - 1e-3 * b.abs());
-            st.trust.update(improved, before, &self.params);
+            let compliant = before.is_some_and(|b| b < 1.0) || d.value < 1.0;
+            st.trust.update(improved, before, compliant, &self.params);
         }
         st.record(x, &obs.config, d.value, &ratios);
         let report = ObserveReport {
@@ -460,6 +461,7 @@ impl Controller {
             max_eval: self.params.gp_max_eval,
             min_samples: self.params.gp_min_samples,
             prior_sigma: self.params.gp_prior_sigma,
+            bounded: true,
         }
     }
 
@@ -717,6 +719,7 @@ impl Controller {
             params: &self.params,
             stand_in: self.state.last_ratios.as_deref(),
             scale: scale.as_deref(),
+            safe_sigmas: (best.g < 1.0).then_some(self.params.safe_ucb_sigmas),
         };
         let out = acquire(&ctx, &extra, &mut self.state.rng)?;
         evaluations += out.evaluations;
@@ -773,6 +776,13 @@ impl Controller {
                 ),
             }
         };
+        if out.safe {
+            reason.text += &format!(
+                "; safe exploration: g_best = {:.4} meets every SLO, so only a candidate whose ĝ stays below 1 at {} σ leaves it",
+                best.g,
+                self.params.safe_ucb_sigmas
+            );
+        }
         reason.text += &stood_in;
         if let Some(s) = scale.as_ref().filter(|s| s.iter().any(|v| (v - 1.0).abs() > 0.05)) {
             let f: Vec<String> = s.iter().map(|v| format!("{v:.2}")).collect();

@@ -119,6 +119,12 @@ pub struct GpSettings {
     pub min_samples: usize,
     /// Prior σ when no fit.
     pub prior_sigma: f64,
+    /// Bound a fitted surrogate by its samples: its mean within their range, its σ at most
+    /// their spread (at least `prior_sigma`). Far from its data a GP reverts to its prior; with
+    /// a linear mean, or hyperparameters fitted to ~10 noisy windows, it instead extrapolates a
+    /// trend through noise and a variance without limit (×÷ 5·10⁵ seen on the testbed), which
+    /// EI then chases to the region's edge. The controller always bounds.
+    pub bounded: bool,
 }
 
 trait Predict: Send + Sync {
@@ -136,6 +142,8 @@ pub struct Surrogate {
     gp: Option<Box<dyn Predict>>,
     prior_mean: f64,
     prior_sigma: f64,
+    /// (lowest mean, highest mean, largest σ) when the fit is bounded by its samples.
+    bounds: Option<(f64, f64, f64)>,
     /// How this surrogate came about.
     pub status: SurrogateStatus,
     /// The hyperparameters to carry to the next fit (warm start), if any.
@@ -155,6 +163,7 @@ impl Surrogate {
             gp: None,
             prior_mean: mean,
             prior_sigma: sigma,
+            bounds: None,
             status,
             hyper: None,
         }
@@ -170,7 +179,12 @@ impl Surrogate {
         if let Some(gp) = &self.gp {
             if let Some((m, v)) = gp.valvar(features) {
                 if m.iter().chain(v.iter()).all(|a| a.is_finite()) {
-                    return m.iter().zip(v.iter()).map(|(a, b)| (*a, b.max(0.0).sqrt())).collect();
+                    let (lo, hi, sd) = self.bounds.unwrap_or((f64::NEG_INFINITY, f64::INFINITY, f64::INFINITY));
+                    return m
+                        .iter()
+                        .zip(v.iter())
+                        .map(|(a, b)| (a.clamp(lo, hi), b.max(0.0).sqrt().min(sd)))
+                        .collect();
                 }
             }
         }
@@ -309,6 +323,11 @@ pub enum FitMode {
 /// Fits the residual surrogate on features `x` (rows) and residuals `y`.
 pub fn fit(x: &Array2<f64>, y: &Array1<f64>, prev: Option<&Hyper>, mode: FitMode, s: &GpSettings) -> Surrogate {
     let (pm, ps) = prior_of(y, s);
+    let bounds = s.bounded.then(|| {
+        let lo = y.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi, ps)
+    });
     if x.nrows() < s.min_samples {
         return Surrogate::constant(
             pm,
@@ -391,6 +410,7 @@ pub fn fit(x: &Array2<f64>, y: &Array1<f64>, prev: Option<&Hyper>, mode: FitMode
             gp: Some(f.gp),
             prior_mean: pm,
             prior_sigma: ps,
+            bounds,
             status: SurrogateStatus::Fitted {
                 hyper: f.hyper.clone(),
                 selected,
@@ -415,6 +435,7 @@ pub fn fit(x: &Array2<f64>, y: &Array1<f64>, prev: Option<&Hyper>, mode: FitMode
                         gp: Some(f.gp),
                         prior_mean: pm,
                         prior_sigma: ps,
+                        bounds,
                         status: SurrogateStatus::PreviousFit { hyper: h.clone(), why },
                         hyper: Some(h.clone()),
                     };
@@ -442,6 +463,7 @@ mod tests {
             max_eval: 200,
             min_samples: 3,
             prior_sigma: 0.3,
+            bounded: false,
         }
     }
 
@@ -583,5 +605,37 @@ mod tests {
         let s = fit(&x, &y, None, FitMode::Select, &settings());
         let p = s.predict(&Array2::from_elem((1, 2), 0.5));
         assert!(p[0].0.is_finite() && p[0].1.is_finite(), "{:?}", s.status);
+    }
+
+    #[test]
+    fn a_bounded_fit_stays_within_what_its_samples_showed() {
+        // A steep trend seen in a small cluster, predicted at the space's far corner.
+        let n = 8;
+        let x = Array2::from_shape_fn((n, 2), |(i, j)| 0.45 + 0.1 * ((i * (j + 1)) % n) as f64 / n as f64);
+        let y = Array1::from_iter((0..n).map(|i| 2.0 * x[[i, 0]] + 0.05 * ((i % 3) as f64 - 1.0)));
+        let far = Array2::from_shape_vec((2, 2), vec![0.0, 0.0, 1.0, 1.0]).unwrap();
+        let (lo, hi) = y
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+        let (_, spread) = prior_of(&y, &settings());
+        let bounded = GpSettings {
+            bounded: true,
+            ..settings()
+        };
+        let s = fit(&x, &y, None, FitMode::Select, &bounded);
+        assert!(matches!(s.status, SurrogateStatus::Fitted { .. }), "{:?}", s.status);
+        for (m, sd) in s.predict(&far) {
+            assert!(m >= lo - 1e-12 && m <= hi + 1e-12, "mean {m} outside [{lo}, {hi}]");
+            assert!(sd <= spread + 1e-12, "σ {sd} above the samples' spread {spread}");
+        }
+        // Unbounded, the same fit leaves that range at the far corner.
+        let free = fit(&x, &y, None, FitMode::Select, &settings());
+        assert!(
+            free.predict(&far)
+                .iter()
+                .any(|(m, sd)| *m < lo || *m > hi || *sd > spread),
+            "{:?}",
+            free.predict(&far)
+        );
     }
 }

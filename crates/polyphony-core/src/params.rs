@@ -39,7 +39,9 @@ pub struct ControllerParams {
     /// Smallest radius. 0.1: a weight move of ~0.07 (a class's share changing by a fifth)
     /// is ~0.08 away; a smaller region could not fix a starved class in one step.
     pub trust_radius_min: f64,
-    /// Largest radius. 1.0: never jump more than one full knob range at once.
+    /// Largest radius. 1.0: never jump more than one full knob range at once. While some
+    /// measured configuration meets every SLO (g_best < 1) the radius stays at most
+    /// `trust_radius_init` instead ([`crate::trust::TrustRegion`]).
     pub trust_radius_max: f64,
     /// Consecutive improvements of g_best before the radius doubles. 2, after TuRBO-style
     /// trust regions: expand when the local model is proving right.
@@ -52,6 +54,12 @@ pub struct ControllerParams {
     /// noise cannot pin the search in a region where nothing is compliant. On; measured in
     /// docs/controller.md.
     pub trust_restart: bool,
+    /// Safe exploration (our addition, after SafeOpt-style safe Bayesian optimisation): once
+    /// a measured configuration meets every SLO (g_best < 1), a candidate is proposed only if
+    /// the upper confidence bound of its ĝ, mean + this many σ of the residual (in the
+    /// residual's space), stays below 1; otherwise the best candidate that does, or the
+    /// incumbent. 2: a one-sided ≈ 98 % bound. Measured in docs/evaluation.md §5.
+    pub safe_ucb_sigmas: f64,
     /// Aitchison weight α of the distance (§4.4). `None` = automatic: α = (n−1)/D², where D is
     /// the Aitchison distance between two opposite corners of the floored simplex, so that
     /// crossing a whole simplex block costs as much as crossing its n−1 free hypercube axes.
@@ -153,6 +161,7 @@ impl Default for ControllerParams {
             trust_expand_after: 2,
             trust_shrink_after: 3,
             trust_restart: true,
+            safe_ucb_sigmas: 2.0,
             aitchison_alpha: None,
             best_window: 10,
             sample_window: 50,
@@ -333,6 +342,7 @@ impl ControllerParams {
         if let Some(a) = self.aitchison_alpha {
             non_negative("aitchison_alpha", a)?;
         }
+        non_negative("safe_ucb_sigmas", self.safe_ucb_sigmas)?;
         at_least("best_window", self.best_window, 1)?;
         at_least("sample_window", self.sample_window, 2)?;
         if !(self.regime_factor.is_finite() && self.regime_factor > 1.0) {
