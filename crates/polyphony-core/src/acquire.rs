@@ -779,7 +779,7 @@ mod tests {
                             .classes
                             .iter()
                             .map(|c| {
-                                let y = r * c.slo.max_slowdown;
+                                let y = r * c.slo.threshold();
                                 ClassSli {
                                     dscp: c.dscp,
                                     flows: 100,
@@ -787,6 +787,7 @@ mod tests {
                                     p99: y,
                                     p999: y,
                                     mean: y,
+                                    qct: None,
                                 }
                             })
                             .collect(),
