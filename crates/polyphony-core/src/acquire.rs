@@ -637,25 +637,28 @@ mod tests {
 
     impl PerformanceModel for Flat {
         fn predict(&self, configs: &[NetworkConfig], _crn: u64) -> Result<Vec<SliVector>, ModelError> {
-            let one = SliVector {
-                classes: self
-                    .classes
-                    .iter()
-                    .map(|c| {
-                        let y = self.ratio * c.slo.threshold();
-                        ClassSli {
-                            dscp: c.dscp,
-                            flows: 100,
-                            p50: y,
-                            p99: y,
-                            p999: y,
-                            mean: y,
-                            qct: None,
-                        }
-                    })
-                    .collect(),
-            };
-            Ok(vec![one; configs.len()])
+            Ok(vec![at_ratio(&self.classes, self.ratio); configs.len()])
+        }
+    }
+
+    /// Every class's statistics at `ratio` × its SLO threshold.
+    fn at_ratio(classes: &[TrafficClass], ratio: f64) -> SliVector {
+        SliVector {
+            classes: classes
+                .iter()
+                .map(|c| {
+                    let y = ratio * c.slo.threshold();
+                    ClassSli {
+                        dscp: c.dscp,
+                        flows: 100,
+                        p50: y,
+                        p99: y,
+                        p999: y,
+                        mean: y,
+                        qct: None,
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -773,25 +776,7 @@ mod tests {
                 .iter()
                 .map(|cfg| {
                     let k = cfg.class(Dscp::AF11).map_or(30_000.0, |c| c.ecn_threshold.0 as f64);
-                    let r = (0.9 * 30_000.0 / k).clamp(0.05, 5.0);
-                    SliVector {
-                        classes: self
-                            .classes
-                            .iter()
-                            .map(|c| {
-                                let y = r * c.slo.threshold();
-                                ClassSli {
-                                    dscp: c.dscp,
-                                    flows: 100,
-                                    p50: y,
-                                    p99: y,
-                                    p999: y,
-                                    mean: y,
-                                    qct: None,
-                                }
-                            })
-                            .collect(),
-                    }
+                    at_ratio(&self.classes, (0.9 * 30_000.0 / k).clamp(0.05, 5.0))
                 })
                 .collect())
         }
