@@ -25,7 +25,6 @@ mod common;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use gbdt::config::Config;
 use gbdt::decision_tree::{Data, DataVec};
 use gbdt::gradient_boost::GBDT;
 use polyphony_model::correction::{features, Correction, Forest, Tree, FEATURES, N_FEATURES};
@@ -53,21 +52,8 @@ struct Args {
     /// pktsim outputs are read from / written to this directory.
     #[arg(long)]
     pktsim_cache: Option<PathBuf>,
-    /// Boosting rounds (trees).
-    #[arg(long, default_value_t = 400)]
-    trees: usize,
-    /// Depth of each tree.
-    #[arg(long, default_value_t = 5)]
-    depth: u32,
-    /// Learning rate.
-    #[arg(long, default_value_t = 0.05)]
-    shrinkage: f32,
-    /// Fewest samples in a leaf.
-    #[arg(long, default_value_t = 20)]
-    min_leaf: usize,
-    /// Loss: `SquaredError` or `LAD` (least absolute deviation).
-    #[arg(long, default_value = "LAD")]
-    loss: String,
+    #[command(flatten)]
+    forest: common::forest::ForestArgs,
     /// Zero these features (comma-separated names) in training: an ablation.
     #[arg(long, value_delimiter = ',')]
     without: Vec<String>,
@@ -374,23 +360,6 @@ fn dump(path: &std::path::Path, first: u64, data: &[CaseData]) -> Result<()> {
     Ok(())
 }
 
-fn fit(a: &Args, samples: &[(Vec<f32>, f32)]) -> GBDT {
-    let mut cfg = Config::new();
-    cfg.set_feature_size(samples.first().map_or(N_FEATURES, |s| s.0.len()));
-    cfg.set_max_depth(a.depth);
-    cfg.set_iterations(a.trees);
-    cfg.set_shrinkage(a.shrinkage);
-    cfg.set_min_leaf_size(a.min_leaf);
-    cfg.set_loss(&a.loss);
-    let mut data: DataVec = samples
-        .iter()
-        .map(|(f, y)| Data::new_training_data(f.clone(), 1.0, *y, None))
-        .collect();
-    let mut model = GBDT::new(&cfg);
-    model.fit(&mut data);
-    model
-}
-
 /// K-fold cross-validation grouped by case (fold = (index / 18) mod K, so every fold holds
 /// whole runs of the 18 regimes): per held-out (configuration, class) the corrected p99's
 /// relative error against pktsim, per held-out case Spearman's ρ of J; printed by regime
@@ -409,7 +378,7 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
             .filter(|(i, _)| !held(a.first + *i as u64))
             .flat_map(|(_, d)| d.samples(without))
             .collect();
-        let model = fit(a, &train);
+        let model = a.forest.fit(&train);
         for (i, d) in data.iter().enumerate() {
             if !held(a.first + i as u64) {
                 continue;
@@ -555,9 +524,7 @@ fn convert(model: &GBDT) -> Result<Forest> {
 
 fn main() -> Result<()> {
     let a = Args::parse();
-    if !["SquaredError", "LAD"].contains(&a.loss.as_str()) {
-        bail!("--loss {}: use SquaredError or LAD", a.loss);
-    }
+    a.forest.check()?;
     let cases: Vec<Case> = (a.first..a.first + a.cases)
         .map(|i| case(SeedSet::Development, i, a.configs))
         .collect::<Result<_, _>>()?;
@@ -647,7 +614,7 @@ fn main() -> Result<()> {
         })
         .collect::<Result<_>>()?;
     eprintln!("{} samples from {} cases", samples.len(), a.cases);
-    let model = fit(&a, &samples.iter().map(|(f, y)| (f.to_vec(), *y)).collect::<Vec<_>>());
+    let model = a.forest.fit(&samples);
     let forest = convert(&model)?;
     let rows: DataVec = samples
         .iter()
@@ -676,11 +643,11 @@ fn main() -> Result<()> {
         a.first,
         a.cases,
         a.configs,
-        a.trees,
-        a.depth,
-        a.shrinkage,
-        a.min_leaf,
-        a.loss,
+        a.forest.trees,
+        a.forest.depth,
+        a.forest.shrinkage,
+        a.forest.min_leaf,
+        a.forest.loss,
         out.display()
     );
     let c = Correction::new(
@@ -711,8 +678,8 @@ fn main() -> Result<()> {
                 "model".into(),
                 format!(
                     "gbdt 0.1.3 {} loss, {} trees of depth {}, shrinkage {}, min leaf {}",
-                    a.loss,
-                    a.trees, a.depth, a.shrinkage, a.min_leaf
+                    a.forest.loss,
+                    a.forest.trees, a.forest.depth, a.forest.shrinkage, a.forest.min_leaf
                 ),
             ),
         ],

@@ -1,8 +1,9 @@
 //! Helpers shared by the examples: the paper's objective J, random configurations from the
-//! default knob space, rank statistics, and the workload sample from the command line
-//! (`sample.rs`).
+//! default knob space, rank statistics, the workload sample from the command line
+//! (`sample.rs`) and the correction examples' forest fit (`forest.rs`).
 #![allow(dead_code)]
 
+pub mod forest;
 pub mod pktcache;
 pub mod sample;
 
