@@ -259,21 +259,22 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
             report::markdown(&sums)
         );
         if plots_for(i) {
+            let knob_tuner = if o.tuners.iter().any(|t| t == "polyphony") {
+                "polyphony"
+            } else {
+                o.tuners[0].as_str()
+            };
+            let knob_caption = format!("knobs of {knob_tuner}");
             let files = [
                 (
                     format!("{}-slowdowns.svg", r.label),
                     "per-class p99 slowdown (SLOs dashed)",
                 ),
                 (format!("{}-objective.svg", r.label), "objective J"),
-                (format!("{}-knobs.svg", r.label), "knobs of polyphony"),
+                (format!("{}-knobs.svg", r.label), knob_caption.as_str()),
             ];
             plots::slowdowns(r, &dir.join(&files[0].0))?;
             plots::objective(r, &dir.join(&files[1].0))?;
-            let knob_tuner = if o.tuners.iter().any(|t| t == "polyphony") {
-                "polyphony"
-            } else {
-                o.tuners[0].as_str()
-            };
             plots::knobs(r, knob_tuner, &dir.join(&files[2].0))?;
             for (f, what) in files {
                 let _ = writeln!(md, "![{what}]({f})\n");
