@@ -78,16 +78,6 @@ struct Args {
     /// flowsim's p99, target, features) here, for models trained outside this example.
     #[arg(long)]
     dump: Option<PathBuf>,
-    /// Experimental flowsim physics (issue 16): the reverse direction's waits at the
-    /// receiver's NIC (`FlowSimOptions::reverse_queue`).
-    #[arg(long)]
-    reverse_queue: bool,
-    /// … each sending flow's NIC queue bounded by its window too (`nic_window`).
-    #[arg(long)]
-    nic_window: bool,
-    /// … two reverse waits per flow instead of k + 1 (`reverse_rounds` off).
-    #[arg(long)]
-    reverse_two: bool,
     /// Cross-validate K-fold by case first (printed by regime).
     #[arg(long)]
     cv: Option<u64>,
@@ -174,16 +164,10 @@ fn masked(f: &[f32], without: &[usize]) -> Vec<f32> {
     g
 }
 
-fn case_data(c: &Case, a: &Args, target: Target) -> Result<CaseData> {
-    let (cache, extra) = (a.pktsim_cache.as_deref(), a.extra);
+fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let (pkt, _) = common::pktcache::outputs(c, &input, "dev", cache)?;
-    let flowsim = FlowSim::new(polyphony_model::FlowSimOptions {
-        reverse_queue: a.reverse_queue,
-        nic_window: a.nic_window,
-        reverse_rounds: !a.reverse_two,
-        ..Default::default()
-    });
+    let flowsim = FlowSim::default();
     let mut rows = Vec::new();
     for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
         let (fo, fs) = r?;
@@ -607,7 +591,9 @@ fn main() -> Result<()> {
         }
         return Ok(());
     }
-    let data = common::par_map(&cases, a.threads, |c| case_data(c, &a, target))?;
+    let data = common::par_map(&cases, a.threads, |c| {
+        case_data(c, a.pktsim_cache.as_deref(), target, a.extra)
+    })?;
     if let Some(path) = &a.dump {
         dump(path, a.first, &data)?;
     }

@@ -40,21 +40,6 @@
 //!
 //! Per flow: extra = max(0, T_c(s)/ρ_c + s/(ρ_c·(1 − u_c)) − s/r) + k·Q_c/ρ_c + (k − 1)·RTT.
 //!
-//! * **Reverse direction — the receiver's NIC.** A flow's SYN-ACK, the ACK that clocks each
-//!   slow-start round and the application ack leave through its receiver's NIC in the flow's
-//!   class, behind the data that host sends (the NIC serves classes by weight, marks nothing
-//!   and holds at most TCP small queues — τ = 1 ms of line rate — per sending flow). Where the
-//!   receiver's NIC is a simulated link, the flow is also a *probe* on it at its start: on a
-//!   copy of the link's state advanced to that time (it adds no bytes and changes nothing for
-//!   the transfers), R_c = min(B_c, n_c · min(max(r·τ, 2·MTU), W_c)) with W_c the per-flow
-//!   window bound (infinite unless [`FlowSimOptions::nic_window`](super::FlowSimOptions::nic_window)),
-//!   waited behind k + 1 times at the class's GPS share i_c (k the flow's slow-start rounds as
-//!   above; 1 without [`FlowSimOptions::reverse_rounds`](super::FlowSimOptions::reverse_rounds)):
-//!   extra += (k + 1)·R_c/i_c. A receiver that sends nothing, or whose NIC is dominated, adds
-//!   nothing. Experimental and off by default
-//!   ([`FlowSimOptions::reverse_queue`](super::FlowSimOptions::reverse_queue)): it did not
-//!   improve the corrected model on the development cases.
-//!
 //! Shared across the batch, and across the calls on one input (planned on the first call, kept
 //! by the model value: `flowsim/cache.rs`): routes, ideal FCTs, the per-link flow lists with their segment counts and curve
 //! segments, each class's largest flow and offered load, which flows are measured, and which
@@ -108,9 +93,6 @@ struct AggFlow {
     point: Point,
     flow: u32,
     class: u8,
-    /// A probe of the reverse direction (the link is the flow's receiver's NIC), not a
-    /// transfer: it reads the class's queue at the flow's start and changes no state.
-    probe: bool,
     /// The link has served everything that arrived before this flow. The link is
     /// work-conserving, so its total backlog does not depend on the configuration: when it is
     /// empty every class is, in every configuration, and the GPS pass can be skipped.
@@ -134,8 +116,6 @@ pub(crate) struct AggPlan {
     measured: Vec<(Vec<u32>, Vec<F>)>,
     /// Per flow: start + ideal FCT (ns).
     ideal_end: Vec<f64>,
-    /// Transfers over all links (probes not counted).
-    arrivals: u64,
 }
 
 impl AggPlan {
@@ -162,14 +142,13 @@ impl AggPlan {
                 let r = rate.0 as f64 / 8e9;
                 let mut max_size = [0.0f64; MAX_CLASSES];
                 let mut offered = [0.0f64; MAX_CLASSES];
-                for f in lf.iter().filter(|f| !f.probe) {
+                for f in lf {
                     let c = f.class as usize;
                     offered[c] += f.work;
                     max_size[c] = max_size[c].max(f.work);
                 }
                 let top = max_size.map(Top::new);
-                let mut fwd = lf.iter().filter(|f| !f.probe);
-                let span = match (fwd.next(), fwd.next_back()) {
+                let span = match (lf.first(), lf.last()) {
                     (Some(a), Some(b)) => (b.start - a.start).max(1.0),
                     _ => 1.0,
                 };
@@ -185,21 +164,16 @@ impl AggPlan {
                 let class_bytes = offered.map(|o| o as F);
                 // The total backlog just before each arrival (Lindley's recursion, bytes); a
                 // byte of rounding counts as empty.
-                // A probe's time step and idle flag are taken from the previous transfer, the
-                // state it reads; it advances neither.
-                let first = lf.iter().find(|f| !f.probe).map_or(0.0, |f| f.start);
-                let (mut backlog, mut last) = (0.0f64, first);
+                let (mut backlog, mut last) = (0.0f64, lf.first().map_or(0.0, |f| f.start));
                 let flows = lf
                     .iter()
                     .map(|f| {
                         let c = f.class as usize;
-                        let dt = (f.start - last).max(0.0) as F;
-                        let idle = (backlog - (f.start - last) * r) < 1.0;
-                        if !f.probe {
-                            backlog = (backlog - (f.start - last) * r).max(0.0);
-                            last = f.start;
-                            backlog += f.work;
-                        }
+                        backlog = (backlog - (f.start - last) * r).max(0.0);
+                        let dt = (f.start - last) as F;
+                        last = f.start;
+                        let idle = backlog < 1.0;
+                        backlog += f.work;
                         let work = f.work as F;
                         AggFlow {
                             dt,
@@ -212,7 +186,6 @@ impl AggPlan {
                             point: top[c].locate(work),
                             flow: f.flow,
                             class: f.class,
-                            probe: f.probe,
                             idle,
                         }
                     })
@@ -220,19 +193,17 @@ impl AggPlan {
                 AggLink { r: r as F, flows, top }
             })
             .collect();
-        let arrivals = p.links.iter().flat_map(|(_, lf)| lf).filter(|f| !f.probe).count() as u64;
         AggPlan {
             links,
             classes,
             measured,
             ideal_end,
-            arrivals,
         }
     }
 
     /// Flow arrivals the pass processes per configuration (over all links).
     pub fn arrivals(&self) -> u64 {
-        self.arrivals
+        self.links.iter().map(|l| l.flows.len() as u64).sum()
     }
 
     /// Flows that count towards the SLIs.
@@ -255,15 +226,6 @@ struct Knobs<const L: usize> {
     /// Per set of classes m (bit j: class j, of the first [`FILL_CLASSES`]): 1 / Σ_{j∈m} w_j
     /// (for [`drain_fill`]).
     inv_wsum: [[F; L]; 1 << FILL_CLASSES],
-    /// The reverse direction is modelled (probes are read).
-    reverse: bool,
-    /// k + 1 reverse waits per flow (else 2).
-    reverse_rounds: bool,
-    /// TCP small queues: the time of line rate a sender keeps queued at its NIC (ns).
-    tsq_ns: F,
-    /// Per class: the most bytes one sending flow keeps at its NIC besides TCP small queues
-    /// (its window; infinite: no bound).
-    nic_window: [[F; L]; MAX_CLASSES],
 }
 
 impl<const L: usize> Knobs<L> {
@@ -277,10 +239,6 @@ impl<const L: usize> Knobs<L> {
             inv_init: [[1.0; L]; MAX_CLASSES],
             k_lim: [[1.0; L]; MAX_CLASSES],
             inv_wsum: [[0.0; L]; 1 << FILL_CLASSES],
-            reverse: opts.reverse_queue,
-            reverse_rounds: opts.reverse_rounds,
-            tsq_ns: opts.packet.tsq_window.0 as F,
-            nic_window: [[F::INFINITY; L]; MAX_CLASSES],
         };
         for (l, params) in lanes.iter().enumerate() {
             for (c, p) in params.iter().enumerate() {
@@ -291,9 +249,6 @@ impl<const L: usize> Knobs<L> {
                 if opts.standing_queue {
                     k.phi_k[c][l] = (opts.queue_factor * p.ecn_k as f64) as F;
                     k.burst[c][l] = (init * MTU) as F;
-                }
-                if opts.nic_window {
-                    k.nic_window[c][l] = (opts.queue_factor * p.ecn_k as f64).max(init * MTU) as F;
                 }
                 k.k_lim[c][l] = if opts.slow_start {
                     ((p.ecn_k as f64 / (init * MTU)).max(1.0).log2().ceil() + 1.0) as F
@@ -437,22 +392,6 @@ fn run_link<const L: usize, const W: usize, const CH: usize, const NC: usize>(
     let mut st = [LinkState::<W>::EMPTY; CH];
     let mut pending: Option<(&AggFlow, [Pending<W>; CH])> = None;
     for f in &link.flows {
-        if f.probe {
-            if kn[0].reverse {
-                let ex = extra[f.flow as usize].as_chunks_mut::<W>().0;
-                match f.class {
-                    0 => probe::<W, CH, NC, 0>(link, f, &st, kn, ex),
-                    1 => probe::<W, CH, NC, 1>(link, f, &st, kn, ex),
-                    2 => probe::<W, CH, NC, 2>(link, f, &st, kn, ex),
-                    3 => probe::<W, CH, NC, 3>(link, f, &st, kn, ex),
-                    4 => probe::<W, CH, NC, 4>(link, f, &st, kn, ex),
-                    5 => probe::<W, CH, NC, 5>(link, f, &st, kn, ex),
-                    6 => probe::<W, CH, NC, 6>(link, f, &st, kn, ex),
-                    _ => probe::<W, CH, NC, 7>(link, f, &st, kn, ex),
-                }
-            }
-            continue;
-        }
         // The class as a constant, so that everything indexed by it is found at compile time.
         let next = match f.class {
             0 => arrive::<W, CH, NC, 0>(link, f, &mut st, kn),
@@ -502,12 +441,35 @@ fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
         // No such class (the match above has an arm for every class index).
         return out;
     }
+    let r = link.r;
+    let top = &link.top[C];
     let s = f.work;
     for ((st, kn), out) in st.iter_mut().zip(kn).zip(out.iter_mut()) {
-        advance::<W, NC, C>(link, f, st, kn);
-        let (b, cv) = (&mut st.b, &mut st.cv[C]);
+        let b = &mut st.b;
+        if f.idle {
+            *b = [[0.0; W]; MAX_CLASSES];
+        } else if NC <= FILL_CLASSES {
+            drain_fill::<W, NC>(b, kn, r, f.dt);
+        } else {
+            drain::<W, NC>(b, kn, r, f.dt);
+        }
+        let cv = &mut st.cv[C];
+        if b[C].iter().all(|&x| x <= 0.0) {
+            // Idle in every lane: no flow left in the class.
+            *cv = Curves::EMPTY;
+        } else {
+            cv.serve(&b[C], top);
+        }
         out.ts = cv.at(&f.point);
-        out.wa = weight_active::<W, NC, C>(b, kn);
+        // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
+        out.wa = kn.w[C];
+        for j in 0..NC {
+            if j != C {
+                for l in 0..W {
+                    out.wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
+                }
+            }
+        }
         for l in 0..W {
             out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
         }
@@ -517,95 +479,6 @@ fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
         cv.add(s);
     }
     out
-}
-
-/// Brings the state of one chunk of lanes from the previous transfer to `f`'s start: drains
-/// the backlogs by GPS and shifts class `C`'s curve by what its flows were served.
-#[inline(always)]
-fn advance<const W: usize, const NC: usize, const C: usize>(
-    link: &AggLink,
-    f: &AggFlow,
-    st: &mut LinkState<W>,
-    kn: &Knobs<W>,
-) {
-    let b = &mut st.b;
-    if f.idle {
-        *b = [[0.0; W]; MAX_CLASSES];
-    } else if NC <= FILL_CLASSES {
-        drain_fill::<W, NC>(b, kn, link.r, f.dt);
-    } else {
-        drain::<W, NC>(b, kn, link.r, f.dt);
-    }
-    let cv = &mut st.cv[C];
-    if b[C].iter().all(|&x| x <= 0.0) {
-        // Idle in every lane: no flow left in the class.
-        *cv = Curves::EMPTY;
-    } else {
-        cv.serve(&b[C], &link.top[C]);
-    }
-}
-
-/// Σ w over the backlogged classes with class `C` counted as backlogged: 1 / class `C`'s GPS
-/// share = Σw / (r·w_C).
-#[inline(always)]
-fn weight_active<const W: usize, const NC: usize, const C: usize>(b: &[[F; W]; MAX_CLASSES], kn: &Knobs<W>) -> [F; W] {
-    let mut wa = kn.w[C];
-    for j in 0..NC {
-        if j != C {
-            for l in 0..W {
-                wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
-            }
-        }
-    }
-    wa
-}
-
-/// Slow-start rounds of a flow of `segs` segments in class `c`, lane `l`: the bit length of
-/// ⌈segs / initcwnd⌉ (from the float's exponent), at most k_lim. The product is nudged down by
-/// 2⁻²⁰ so that an exact multiple cannot round up; flows long enough for that to matter hit
-/// k_lim.
-#[inline(always)]
-fn rounds<const W: usize>(segs: F, kn: &Knobs<W>, c: usize, l: usize) -> F {
-    let m = (segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
-    let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
-    min(bits, kn.k_lim[c][l])
-}
-
-/// Flow `f` of class `C` probes `link`, its receiver's NIC, and adds its reverse-direction
-/// wait to `ex`: the SYN-ACK, one ACK per slow-start round (the ACK clock) and the
-/// application ack — k + 1 packets — each wait behind the class's NIC queue, served at the
-/// class's GPS share. The queue is the class's fluid backlog at the flow's start, at most
-/// each active sending flow's TCP small queues (or window, where bounded). The link's state is
-/// read from a copy: a probe changes nothing for the transfers.
-#[inline(always)]
-fn probe<const W: usize, const CH: usize, const NC: usize, const C: usize>(
-    link: &AggLink,
-    f: &AggFlow,
-    st: &[LinkState<W>; CH],
-    kn: &[Knobs<W>; CH],
-    ex: &mut [[F; W]],
-) {
-    if C >= NC || f.idle {
-        // No such class, or an empty NIC in every lane.
-        return;
-    }
-    let inv_r = 1.0 / link.r;
-    let tsq = max(link.r * kn[0].tsq_ns, 2.0 * MTU as F);
-    for ((st, kn), ex) in st.iter().zip(kn).zip(ex.iter_mut()) {
-        let mut s = *st;
-        advance::<W, NC, C>(link, f, &mut s, kn);
-        let (b, cv) = (&s.b, &s.cv[C]);
-        let wa = weight_active::<W, NC, C>(b, kn);
-        for l in 0..W {
-            let q = min(b[C][l], cv.flows(l) * min(tsq, kn.nic_window[C][l]));
-            let k = if kn.reverse_rounds {
-                rounds(f.segs, kn, C, l)
-            } else {
-                1.0
-            };
-            ex[l] += (k + 1.0) * q * wa[l] * kn.inv_w[C][l] * inv_r;
-        }
-    }
 }
 
 /// Adds flow `f`'s delay on `link` to `ex`, from what [`arrive`] noted.
@@ -629,7 +502,12 @@ fn delay<const W: usize, const CH: usize>(
             // the class's offered load over its service rate (processor sharing's mean).
             let u = min(f.load * inv_rho, U_MAX);
             let ps = max(pd.ts[l].mul_add(inv_rho, s * inv_rho / (1.0 - u)) - f.work_inv_r, 0.0);
-            let k = rounds(f.segs, kn, c, l);
+            // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
+            // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
+            // multiple cannot round up; flows long enough for that to matter hit k_lim.
+            let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
+            let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
+            let k = min(bits, kn.k_lim[c][l]);
             ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
         }
     }

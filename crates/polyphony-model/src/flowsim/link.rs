@@ -17,8 +17,4 @@ pub(crate) struct LinkFlow {
     /// The flow's base RTT (ns) on the first simulated link of its path, 0 on the others: a
     /// slow-start round costs one RTT however many links the flow crosses.
     pub rtt: f64,
-    /// Not a transfer on this link but a probe: the link is the flow's receiver's NIC, which
-    /// its SYN-ACK, ACKs and application ack leave through in the flow's class (`work` 0; the
-    /// probe reads the class's queue and adds no bytes).
-    pub probe: bool,
 }

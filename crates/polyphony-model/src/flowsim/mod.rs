@@ -7,10 +7,8 @@
 //! same next link that is no faster (a dumbbell's access links): the downstream link sees the
 //! same flows and is where they queue. On one link classes share by weight (GPS), flows within
 //! a class by processor sharing, and DCTCP's standing queue (K) and slow-start rounds
-//! (initcwnd) add waits (experimental, off by default: a flow also probes its receiver's NIC,
-//! where its SYN-ACK, ACKs and application ack wait behind that host's own data of the same
-//! class). Each class is one
-//! fluid backlog and one curve of its active flows' remaining bytes, so a flow costs constant work per link and a batch's configurations run
+//! (initcwnd) add waits; each class is one fluid backlog and one curve of its active flows'
+//! remaining bytes, so a flow costs constant work per link and a batch's configurations run
 //! sixteen at a time in one vectorised pass (`flowsim/aggregate.rs` has the equations,
 //! `flowsim/curve.rs` the curve).
 //!
@@ -62,19 +60,8 @@ pub struct FlowSimOptions {
     /// p99 error 27.1, 26.6 and 29.6 %).
     pub queue_factor: f64,
     /// The packet-level constants the incast loss model shares with `pktsim` (its minimum
-    /// RTO and default port buffer; `flowsim/burst.rs`) and the receiver NIC's TCP small
-    /// queues.
+    /// RTO and default port buffer; `flowsim/burst.rs`).
     pub packet: crate::pktsim::PktSimOptions,
-    /// Experimental (issue 16, off by default: it did not improve the corrected model, see
-    /// `docs/results/model-validation/reverse-nic.md`): model the reverse direction — a flow's
-    /// SYN-ACK, ACKs and application ack wait behind its class's queue at the receiver's NIC.
-    pub reverse_queue: bool,
-    /// With `reverse_queue`: bound each sending flow's share of that NIC queue by its window,
-    /// max(φ·K, initcwnd·MTU), as well as by TCP small queues.
-    pub nic_window: bool,
-    /// With `reverse_queue`: k + 1 reverse packets wait (SYN-ACK, one ACK per slow-start
-    /// round, the application ack); false: 2 (SYN-ACK and application ack only).
-    pub reverse_rounds: bool,
 }
 
 impl Default for FlowSimOptions {
@@ -84,9 +71,6 @@ impl Default for FlowSimOptions {
             slow_start: true,
             queue_factor: 2.0,
             packet: crate::pktsim::PktSimOptions::default(),
-            reverse_queue: false,
-            nic_window: false,
-            reverse_rounds: true,
         }
     }
 }
@@ -195,54 +179,28 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
                 class: flow_class[i],
                 idle: wire * 8e9 / lk.rate.min(ideal.bottleneck).0 as f64,
                 rtt: 0.0,
-                probe: false,
             });
         }
         ideals.push(ideal.of(f.size));
         rtts.push(ideal.base_rtt.0);
     }
-    // Dominated: all flows continue on one next link that is no faster.
-    let simulated: Vec<bool> = per_link
-        .iter()
-        .enumerate()
-        .map(|(l, lf)| {
-            let nx = next_of[l];
-            let dominated = nx < u32::MAX - 1 && links[nx as usize].rate <= links[l].rate;
-            !lf.is_empty() && !dominated
-        })
-        .collect();
-    // The reverse direction: each flow probes its receiver's NIC (the first link of the
-    // receiver's route back) where that host sends and the NIC is simulated; an idle or
-    // dominated NIC holds no queue of its own. In start order, like the flows.
-    let mut probes: Vec<Vec<LinkFlow>> = vec![Vec::new(); links.len()];
-    for (i, f) in flows.iter().enumerate() {
-        let Some(&nic) = topo.route(f.dst, f.src, f.id.0).links().first() else {
-            continue;
-        };
-        if simulated[nic as usize] {
-            probes[nic as usize].push(LinkFlow {
-                flow: i as u32,
-                start: f.start.0 as f64,
-                work: 0.0,
-                size: f.size.0,
-                class: flow_class[i],
-                idle: 0.0,
-                rtt: 0.0,
-                probe: true,
-            });
-        }
-    }
     let mut plan_links: Vec<(polyphony_spec::BitsPerSec, Vec<LinkFlow>)> = per_link
         .into_iter()
-        .zip(probes)
         .enumerate()
-        .filter(|(l, _)| simulated[*l])
-        .map(|(l, (lf, pr))| (links[l].rate, merge_by_start(lf, pr)))
+        .filter(|(l, lf)| {
+            if lf.is_empty() {
+                return false;
+            }
+            let nx = next_of[*l];
+            // Dominated: all flows continue on one next link that is no faster.
+            !(nx < u32::MAX - 1 && links[nx as usize].rate <= links[*l].rate)
+        })
+        .map(|(l, lf)| (links[l].rate, lf))
         .collect();
     // The slow-start rounds' RTTs count once per flow, on its first simulated link.
     let mut counted = vec![false; flows.len()];
     for (_, lf) in &mut plan_links {
-        for f in lf.iter_mut().filter(|f| !f.probe) {
+        for f in lf {
             if !std::mem::replace(&mut counted[f.flow as usize], true) {
                 f.rtt = rtts[f.flow as usize] as f64;
             }
@@ -256,24 +214,6 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
         ideals,
         queries,
     })
-}
-
-/// Two lists in start order merged into one (on equal starts `a`'s entries first).
-fn merge_by_start(a: Vec<LinkFlow>, b: Vec<LinkFlow>) -> Vec<LinkFlow> {
-    if b.is_empty() {
-        return a;
-    }
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let mut j = 0;
-    for x in a {
-        while j < b.len() && b[j].start < x.start {
-            out.push(b[j]);
-            j += 1;
-        }
-        out.push(x);
-    }
-    out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// The responses of each query, grouped by query id (in order of first response).
