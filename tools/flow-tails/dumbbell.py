@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Which of flowsim's single-link terms makes its dumbbell tails wrong, from the per-flow CSV of
+`cargo run --release -p polyphony-model --example flowdump -- --first 0 --cases N --stride 2 ...`
+(dumbbell cases only; the columns fs_noq and fs_ps split flowsim's FCT into its terms).
+
+flowsim's FCT = ideal + share (processor sharing, GPS, incast: fs_ps - ideal)
+              + rounds ((k-1) base RTTs: fs_noq - fs_ps) + queue (k Q/rho: fs - fs_noq).
+Classes with >= 100 measured flows. Tables:
+  1. per-class p99 slowdown error of flowsim against pktsim (median |err| and median signed
+     err), and of flowsim with a term removed or halved, by rate band x load band;
+  2. the flows at and around each class's p99 rank (ranks r-2..r+2, r the nearest rank), in
+     pktsim's order and in flowsim's, by size over BDP: pktsim's and flowsim's slowdown and
+     flowsim's terms (in units of the ideal FCT), medians;
+  3. the standing queue: pktsim's class queue (time average and maximum on the port where it is
+     longest) over K;
+  4. by quartile of K over the BDP (link rate x base RTT): the per-class p99 error, the share of
+     classes flowsim underestimates, pktsim's maximum class queue over K + BDP, and the share of
+     classes whose K is below one initial window (flowsim then charges no slow-start rounds).
+Standard library only: python3 dumbbell.py FILE
+"""
+import collections
+import csv
+import math
+import statistics
+import sys
+
+INTS = ("case", "class", "k", "initcwnd", "start", "size", "ideal", "pkt", "fs", "rtt", "rate", "fs_noq", "fs_ps",
+        "q_avg", "q_max")
+MSS = 1448
+MIN_FLOWS = 100
+SIZE_BINS = ("1 packet", "<= 1 BDP", "<= 8 BDP", "> 8 BDP")
+
+
+def rank(n):
+    return max(1, min(n, math.ceil(0.99 * n))) - 1
+
+
+def p99(v):
+    v = sorted(v)
+    return v[rank(len(v))]
+
+
+def size_bin(r):
+    bdp = r["rate"] / 8 * r["rtt"] / 1e9
+    if r["size"] <= MSS:
+        return SIZE_BINS[0]
+    if r["size"] <= bdp:
+        return SIZE_BINS[1]
+    if r["size"] <= 8 * bdp:
+        return SIZE_BINS[2]
+    return SIZE_BINS[3]
+
+
+def band(regime):
+    # "dumbbell 0.1G/1.5ms 20-40%" -> ("0.1G/1.5ms", "20-40%")
+    _, rate, load = regime.split(" ")
+    return rate, load
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def pct(x):
+    return f"{100 * x:+.1f}"
+
+
+def main(path):
+    classes = collections.defaultdict(list)
+    for r in csv.DictReader(open(path)):
+        for k in INTS:
+            r[k] = int(float(r[k]))
+        i = r["ideal"]
+        r["s_pkt"] = r["pkt"] / i
+        r["s_fs"] = r["fs"] / i
+        r["t_share"] = (r["fs_ps"] - i) / i
+        r["t_rounds"] = (r["fs_noq"] - r["fs_ps"]) / i
+        r["t_queue"] = (r["fs"] - r["fs_noq"]) / i
+        classes[(r["case"], r["class"])].append(r)
+
+    variants = {
+        "flowsim": lambda r: r["s_fs"],
+        "- queue": lambda r: r["s_fs"] - r["t_queue"],
+        "1/2 queue": lambda r: r["s_fs"] - r["t_queue"] / 2,
+        "- rounds": lambda r: r["s_fs"] - r["t_rounds"],
+        "- both": lambda r: r["s_fs"] - r["t_queue"] - r["t_rounds"],
+        "- share": lambda r: r["s_fs"] - r["t_share"],
+    }
+    err = collections.defaultdict(lambda: collections.defaultdict(list))
+    by_k = []
+    tail = collections.defaultdict(list)
+    queue = collections.defaultdict(list)
+    for flows in classes.values():
+        if len(flows) < MIN_FLOWS:
+            continue
+        rb, lb = band(flows[0]["regime"])
+        target = p99([f["s_pkt"] for f in flows])
+        for name, v in variants.items():
+            e = p99([v(f) for f in flows]) / target - 1
+            for key in ((rb, lb), (rb, "all"), ("all", "all")):
+                err[key][name].append(e)
+        f0 = flows[0]
+        bdp = f0["rate"] / 8 * f0["rtt"] / 1e9
+        if f0["k"] > 0:
+            by_k.append((f0["k"] / bdp, p99([f["s_fs"] for f in flows]) / target - 1, f0["q_max"] / (f0["k"] + bdp),
+                         f0["k"] <= f0["initcwnd"] * (MSS + 66)))
+        n = len(flows)
+        r = rank(n)
+        for order in ("s_pkt", "s_fs"):
+            srt = sorted(flows, key=lambda f: f[order])
+            for f in srt[max(0, r - 2):min(n, r + 3)]:
+                tail[(order, rb, size_bin(f))].append(f)
+                tail[(order, "all", size_bin(f))].append(f)
+        if f0["k"] > 0:
+            q = (f0["q_avg"] / f0["k"], f0["q_max"] / f0["k"])
+            queue[rb].append(q)
+            queue["all"].append(q)
+
+    print("## 1. Per-class p99 slowdown error against pktsim (median |err| % / median signed err %)\n")
+    names = list(variants)
+    print("| rate | load | classes | " + " | ".join(names) + " |")
+    print("|---|---|---:|" + "---:|" * len(names))
+    for key in sorted(err, key=lambda k: (k[0] == "all", k[0], k[1] == "all", k[1])):
+        e = err[key]
+        cells = [f"{100 * med([abs(x) for x in e[n]]):.1f} / {pct(med(e[n]))}" for n in names]
+        print(f"| {key[0]} | {key[1]} | {len(e['flowsim'])} | " + " | ".join(cells) + " |")
+
+    print("\n## 2. Flows at the class's p99 rank (r-2..r+2), medians in units of the ideal FCT\n")
+    print("| ranked by | rate | size | flows | pktsim | flowsim | share | rounds | queue | k-1 (median) "
+          "| flowsim - pktsim | flowsim Q = 0 |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for order in ("s_pkt", "s_fs"):
+        for rb in sorted({k[1] for k in tail}, key=lambda x: (x == "all", x)):
+            for sb in SIZE_BINS:
+                v = tail.get((order, rb, sb), [])
+                if not v:
+                    continue
+                kk = med([(f["fs_noq"] - f["fs_ps"]) / f["rtt"] for f in v])
+                cells = [med([f[c] for f in v]) for c in ("s_pkt", "s_fs", "t_share", "t_rounds", "t_queue")]
+                d = med([f["s_fs"] - f["s_pkt"] for f in v])
+                print(f"| {'pktsim' if order == 's_pkt' else 'flowsim'} | {rb} | {sb} | {len(v)} | "
+                      + " | ".join(f"{c:.2f}" for c in cells) + f" | {kk:.1f} | {d:+.2f} "
+                      f"| {sum(f['fs'] == f['fs_noq'] for f in v) / len(v):.2f} |")
+
+    print("\n## 3. pktsim's class queue over K\n")
+    print("| rate | classes | time-averaged queue / K (median) | maximum queue / K (median) |")
+    print("|---|---:|---:|---:|")
+    for rb in sorted(queue, key=lambda x: (x == "all", x)):
+        v = queue[rb]
+        print(f"| {rb} | {len(v)} | {med([x[0] for x in v]):.2f} | {med([x[1] for x in v]):.2f} |")
+
+    print("\n## 4. By quartile of K / BDP\n")
+    print("| K / BDP | classes | median abs err % | median signed err % | flowsim under | "
+          "pktsim max queue / (K + BDP) | K <= initcwnd |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    by_k.sort()
+    n = len(by_k)
+    for q in range(4):
+        v = by_k[q * n // 4:(q + 1) * n // 4]
+        print(f"| {v[0][0]:.3g}-{v[-1][0]:.3g} | {len(v)} | {100 * med([abs(x[1]) for x in v]):.1f} "
+              f"| {pct(med([x[1] for x in v]))} | {sum(x[1] < 0 for x in v) / len(v):.2f} "
+              f"| {med([x[2] for x in v]):.2f} | {sum(x[3] for x in v) / len(v):.2f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
