@@ -15,7 +15,11 @@ Classes with >= 100 measured flows. Tables:
      longest) over K;
   4. by quartile of K over the BDP (link rate x base RTT): the per-class p99 error, the share of
      classes flowsim underestimates, pktsim's maximum class queue over K + BDP, and the share of
-     classes whose K is below one initial window (flowsim then charges no slow-start rounds).
+     classes whose K is below one initial window (flowsim then charges no slow-start rounds);
+  5. what the first data segment met in pktsim at the switch (columns q_first, w_first): its
+     class's queue ahead of it over K, its wait there and the share of pktsim's excess FCT
+     (FCT - ideal) that wait is, against flowsim's standing-queue wait per round (k Q/rho / k),
+     for the flows at pktsim's p99 rank, at flowsim's and at pktsim's median.
 Standard library only: python3 dumbbell.py FILE
 """
 import collections
@@ -25,7 +29,7 @@ import statistics
 import sys
 
 INTS = ("case", "class", "k", "initcwnd", "start", "size", "ideal", "pkt", "fs", "rtt", "rate", "fs_noq", "fs_ps",
-        "q_avg", "q_max")
+        "q_avg", "q_max", "q_first", "w_first")
 MSS = 1448
 MIN_FLOWS = 100
 SIZE_BINS = ("1 packet", "<= 1 BDP", "<= 8 BDP", "> 8 BDP")
@@ -88,6 +92,7 @@ def main(path):
     }
     err = collections.defaultdict(lambda: collections.defaultdict(list))
     by_k = []
+    first = collections.defaultdict(list)
     tail = collections.defaultdict(list)
     queue = collections.defaultdict(list)
     for flows in classes.values():
@@ -111,6 +116,16 @@ def main(path):
             for f in srt[max(0, r - 2):min(n, r + 3)]:
                 tail[(order, rb, size_bin(f))].append(f)
                 tail[(order, "all", size_bin(f))].append(f)
+        if f0["k"] > 0:
+            by_pkt = sorted(flows, key=lambda f: f["s_pkt"])
+            by_fs = sorted(flows, key=lambda f: f["s_fs"])
+            h = n // 2
+            for g, v in (("pktsim p99", by_pkt[max(0, r - 2):r + 3]), ("flowsim p99", by_fs[max(0, r - 2):r + 3]),
+                         ("pktsim median", by_pkt[max(0, h - 2):h + 3])):
+                for f in v:
+                    if f["w_first"] >= 0:
+                        first[(g, rb, size_bin(f))].append(f)
+                        first[(g, "all", size_bin(f))].append(f)
         if f0["k"] > 0:
             q = (f0["q_avg"] / f0["k"], f0["q_max"] / f0["k"])
             queue[rb].append(q)
@@ -160,6 +175,28 @@ def main(path):
         print(f"| {v[0][0]:.3g}-{v[-1][0]:.3g} | {len(v)} | {100 * med([abs(x[1]) for x in v]):.1f} "
               f"| {pct(med([x[1] for x in v]))} | {sum(x[1] < 0 for x in v) / len(v):.2f} "
               f"| {med([x[2] for x in v]):.2f} | {sum(x[3] for x in v) / len(v):.2f} |")
+
+    print("\n## 5. The first data segment at the switch (pktsim) against flowsim's wait per round\n")
+    print("Medians; waits and excess in units of the ideal FCT.\n")
+    print("| flows | rate | size | n | pktsim queue ahead / K | pktsim wait | wait / pktsim excess "
+          "| flowsim Q/rho per round | pktsim excess | flowsim excess |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for g in ("pktsim p99", "flowsim p99", "pktsim median"):
+        for rb in sorted({k[1] for k in first}, key=lambda x: (x == "all", x)):
+            for sb in SIZE_BINS:
+                v = first.get((g, rb, sb), [])
+                if not v:
+                    continue
+                ex = [f["pkt"] - f["ideal"] for f in v]
+                cells = (
+                    med([f["q_first"] / f["k"] for f in v]),
+                    med([f["w_first"] / f["ideal"] for f in v]),
+                    med([f["w_first"] / e for f, e in zip(v, ex) if e > 0]),
+                    med([(f["fs"] - f["fs_noq"]) / (1 + (f["fs_noq"] - f["fs_ps"]) / f["rtt"]) / f["ideal"] for f in v]),
+                    med([e / f["ideal"] for f, e in zip(v, ex)]),
+                    med([f["s_fs"] - 1 for f in v]),
+                )
+                print(f"| {g} | {rb} | {sb} | {len(v)} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
 
 
 if __name__ == "__main__":

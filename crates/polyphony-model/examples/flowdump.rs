@@ -15,7 +15,9 @@
 //! flowsim's state does not depend on either term, so `fs − fs_noq` is the flow's k·Q/ρ and
 //! `fs_noq − fs_ps` its (k − 1)·RTT — and pktsim's queue of the flow's class on the port where
 //! that class's time-averaged queue is longest: time average and maximum (bytes; cached as
-//! `ports-<seed>.json`). `--stride 2` from an even `--first` takes the dumbbell cases only.
+//! `ports-<seed>.json`); what the flow's first data segment met at the first switch port: its
+//! class's queue ahead of it (bytes) and its wait there (ns; −1: never got there; cached as
+//! `first-<seed>.json`). `--stride 2` from an even `--first` takes the dumbbell cases only.
 mod common;
 
 use anyhow::{Context, Result};
@@ -63,13 +65,21 @@ fn main() -> Result<()> {
         let cfg = &c.configs[0];
         let path = a.cache.join(format!("flows-{}.json", c.seed));
         let ppath = a.cache.join(format!("ports-{}.json", c.seed));
-        let cached = std::fs::read_to_string(&path)
-            .ok()
-            .zip(std::fs::read_to_string(&ppath).ok());
-        let (pf, queues): (Vec<polyphony_spec::FlowOutcome>, Vec<(f64, u64)>) = match cached {
-            Some((f, q)) => (serde_json::from_str(&f)?, serde_json::from_str(&q)?),
-            None => {
-                let o = PktSim::default().run(&input, cfg)?;
+        let fpath = a.cache.join(format!("first-{}.json", c.seed));
+        let read = |p: &std::path::Path| std::fs::read_to_string(p).ok();
+        type Cached = (Vec<polyphony_spec::FlowOutcome>, Vec<(f64, u64)>, Vec<(u64, u64)>);
+        let (pf, queues, first): Cached = match (read(&path), read(&ppath), read(&fpath)) {
+            (Some(f), Some(q), Some(w)) => (
+                serde_json::from_str(&f)?,
+                serde_json::from_str(&q)?,
+                serde_json::from_str(&w)?,
+            ),
+            _ => {
+                let pkt = PktSim::new(polyphony_model::PktSimOptions {
+                    first_segment: true,
+                    ..Default::default()
+                });
+                let o = pkt.run(&input, cfg)?;
                 let f = o.output.flows.context("no flows")?;
                 // Per class: its longest time-averaged queue over the ports, and that port's maximum.
                 let q: Vec<(f64, u64)> = (0..input.classes.len())
@@ -80,11 +90,14 @@ fn main() -> Result<()> {
                             .fold((0.0, 0), |m, x| if x.0 > m.0 { x } else { m })
                     })
                     .collect();
-                std::fs::write(&path, serde_json::to_vec(&f)?)
-                    .with_context(|| format!("writing {}", path.display()))?;
-                std::fs::write(&ppath, serde_json::to_vec(&q)?)
-                    .with_context(|| format!("writing {}", ppath.display()))?;
-                (f, q)
+                for (p, v) in [
+                    (&path, serde_json::to_vec(&f)?),
+                    (&ppath, serde_json::to_vec(&q)?),
+                    (&fpath, serde_json::to_vec(&o.first_segment)?),
+                ] {
+                    std::fs::write(p, v).with_context(|| format!("writing {}", p.display()))?;
+                }
+                (f, q, o.first_segment)
             }
         };
         let fcts = |o: FlowSimOptions| -> Result<std::collections::HashMap<u64, u64>> {
@@ -118,7 +131,7 @@ fn main() -> Result<()> {
             let ci = input.classes.iter().position(|&d| d == p.dscp).unwrap_or(0);
             let ideal = topo.ideal(f.src, f.dst);
             s += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{},{},{}\n",
                 i,
                 c.regime,
                 ci,
@@ -139,6 +152,12 @@ fn main() -> Result<()> {
                 ps.get(&p.id.0).copied().unwrap_or(0),
                 queues[ci].0,
                 queues[ci].1,
+                first
+                    .get(p.id.0 as usize)
+                    .map_or(-1, |w| if w.0 == u64::MAX { -1 } else { w.0 as i64 }),
+                first
+                    .get(p.id.0 as usize)
+                    .map_or(-1, |w| if w.1 == u64::MAX { -1 } else { w.1 as i64 }),
             );
         }
         Ok(s)
@@ -146,7 +165,7 @@ fn main() -> Result<()> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(&a.out)?);
     writeln!(
         w,
-        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer,fs_noq,fs_ps,q_avg,q_max"
+        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer,fs_noq,fs_ps,q_avg,q_max,q_first,w_first"
     )?;
     for r in rows {
         w.write_all(r.as_bytes())?;

@@ -134,6 +134,8 @@ struct Sim<'a> {
     /// The flow whose window is traced, and the trace.
     trace_flow: Option<u32>,
     trace: Vec<CwndSample>,
+    /// [`PktRun::first_segment`] (empty unless recorded).
+    first_segment: Vec<(u64, u64)>,
     /// Per-link TSQ limit in bytes (meaningful for host NICs).
     tsq: Vec<u32>,
     win: (u64, u64),
@@ -225,6 +227,11 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         opts,
         trace_flow: opts.trace_flow.and_then(|i| u32::try_from(i).ok()),
         trace: Vec::new(),
+        first_segment: if opts.first_segment {
+            vec![(u64::MAX, u64::MAX); input.workload.flows.len()]
+        } else {
+            Vec::new()
+        },
         tsq: topo
             .links()
             .iter()
@@ -347,6 +354,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         ports,
         conservation,
         cwnd_trace: sim.trace,
+        first_segment: sim.first_segment,
     }
 }
 
@@ -440,6 +448,11 @@ impl Sim<'_> {
             port.marks += 1;
             self.marked += 1;
         }
+        if port.switch && p.kind == Kind::Data && p.seq == 0 {
+            if let Some(r) = self.first_segment.get_mut(p.flow as usize).filter(|r| r.0 == u64::MAX) {
+                r.0 = port.qbytes[c];
+            }
+        }
         let pk = &mut self.pkts[i as usize];
         pk.ce = ce;
         pk.t_enq = self.now;
@@ -469,6 +482,13 @@ impl Sim<'_> {
                 p.ce = true;
                 port.marks += 1;
                 self.marked += 1;
+            }
+        }
+        if port.switch && p.kind == Kind::Data && p.seq == 0 {
+            if let Some(r) = self.first_segment.get_mut(p.flow as usize) {
+                if r.0 != u64::MAX && r.1 == u64::MAX {
+                    r.1 = now - p.t_enq;
+                }
             }
         }
         port.busy = true;

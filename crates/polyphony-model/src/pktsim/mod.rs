@@ -85,6 +85,9 @@ pub struct PktSimOptions {
     /// Record the congestion window of the flow with this index (workload order) after every
     /// ACK it receives, in [`PktRun::cwnd_trace`] (for tests and diagnosis; `None`: no trace).
     pub trace_flow: Option<u64>,
+    /// Record what each flow's first data segment met at the first switch port it entered, in
+    /// [`PktRun::first_segment`] (for diagnosis; false: nothing recorded). Changes no outcome.
+    pub first_segment: bool,
 }
 
 impl Default for PktSimOptions {
@@ -100,6 +103,7 @@ impl Default for PktSimOptions {
             stats_window: (Nanos(0), Nanos(u64::MAX)),
             tsq_window: Nanos::MILLI,
             trace_flow: None,
+            first_segment: false,
         }
     }
 }
@@ -136,6 +140,11 @@ pub struct PktRun {
     pub conservation: Conservation,
     /// The traced flow's window after each ACK ([`PktSimOptions::trace_flow`]).
     pub cwnd_trace: Vec<CwndSample>,
+    /// Per flow (workload order) with [`PktSimOptions::first_segment`]: its class's queue ahead
+    /// of its first data segment at the first switch port (bytes) and the time that segment
+    /// waited there before its transmission began (ns); `u64::MAX` where it never got there.
+    /// Empty without the option.
+    pub first_segment: Vec<(u64, u64)>,
 }
 
 /// One point of a congestion-window trace.
