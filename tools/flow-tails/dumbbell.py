@@ -16,9 +16,9 @@ Classes with >= 100 measured flows. Tables:
   4. by quartile of K over the BDP (link rate x base RTT): the per-class p99 error, the share of
      classes flowsim underestimates, pktsim's maximum class queue over K + BDP, and the share of
      classes whose K is below one initial window (flowsim then charges no slow-start rounds);
-  5. what the first data segment met in pktsim at the switch (columns q_first, w_first): its
-     class's queue ahead of it over K, its wait there and the share of pktsim's excess FCT
-     (FCT - ideal) that wait is, against flowsim's standing-queue wait per round (k Q/rho / k),
+  5. what the first data segment met in pktsim at the switch (columns q_first, w_first, w_syn):
+     its class's queue ahead of it over K, its wait there, the SYN's wait there, and the share of
+     pktsim's excess FCT (FCT - ideal) the two waits are, against flowsim's standing-queue wait per round (k Q/rho / k),
      for the flows at pktsim's p99 rank, at flowsim's and at pktsim's median.
 Standard library only: python3 dumbbell.py FILE
 """
@@ -29,7 +29,7 @@ import statistics
 import sys
 
 INTS = ("case", "class", "k", "initcwnd", "start", "size", "ideal", "pkt", "fs", "rtt", "rate", "fs_noq", "fs_ps",
-        "q_avg", "q_max", "q_first", "w_first")
+        "q_avg", "q_max", "q_first", "w_first", "w_syn")
 MSS = 1448
 MIN_FLOWS = 100
 SIZE_BINS = ("1 packet", "<= 1 BDP", "<= 8 BDP", "> 8 BDP")
@@ -123,7 +123,7 @@ def main(path):
             for g, v in (("pktsim p99", by_pkt[max(0, r - 2):r + 3]), ("flowsim p99", by_fs[max(0, r - 2):r + 3]),
                          ("pktsim median", by_pkt[max(0, h - 2):h + 3])):
                 for f in v:
-                    if f["w_first"] >= 0:
+                    if f["w_first"] >= 0 and f["w_syn"] >= 0:
                         first[(g, rb, size_bin(f))].append(f)
                         first[(g, "all", size_bin(f))].append(f)
         if f0["k"] > 0:
@@ -178,9 +178,9 @@ def main(path):
 
     print("\n## 5. The first data segment at the switch (pktsim) against flowsim's wait per round\n")
     print("Medians; waits and excess in units of the ideal FCT.\n")
-    print("| flows | rate | size | n | pktsim queue ahead / K | pktsim wait | wait / pktsim excess "
-          "| flowsim Q/rho per round | pktsim excess | flowsim excess |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| flows | rate | size | n | pktsim queue ahead / K | pktsim wait | SYN wait "
+          "| both / pktsim excess | flowsim Q/rho per round | pktsim excess | flowsim excess |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for g in ("pktsim p99", "flowsim p99", "pktsim median"):
         for rb in sorted({k[1] for k in first}, key=lambda x: (x == "all", x)):
             for sb in SIZE_BINS:
@@ -191,7 +191,8 @@ def main(path):
                 cells = (
                     med([f["q_first"] / f["k"] for f in v]),
                     med([f["w_first"] / f["ideal"] for f in v]),
-                    med([f["w_first"] / e for f, e in zip(v, ex) if e > 0]),
+                    med([f["w_syn"] / f["ideal"] for f in v]),
+                    med([(f["w_first"] + f["w_syn"]) / e for f, e in zip(v, ex) if e > 0]),
                     med([(f["fs"] - f["fs_noq"]) / (1 + (f["fs_noq"] - f["fs_ps"]) / f["rtt"]) / f["ideal"] for f in v]),
                     med([e / f["ideal"] for f, e in zip(v, ex)]),
                     med([f["s_fs"] - 1 for f in v]),

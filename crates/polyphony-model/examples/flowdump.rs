@@ -16,8 +16,8 @@
 //! `fs_noq − fs_ps` its (k − 1)·RTT — and pktsim's queue of the flow's class on the port where
 //! that class's time-averaged queue is longest: time average and maximum (bytes; cached as
 //! `ports-<seed>.json`); what the flow's first data segment met at the first switch port: its
-//! class's queue ahead of it (bytes) and its wait there (ns; −1: never got there; cached as
-//! `first-<seed>.json`). `--stride 2` from an even `--first` takes the dumbbell cases only.
+//! class's queue ahead of it (bytes) and its wait there (ns), and its SYN's wait there (ns; −1:
+//! never got there; cached as `first-<seed>.json`). `--stride 2` from an even `--first` takes the dumbbell cases only.
 mod common;
 
 use anyhow::{Context, Result};
@@ -67,7 +67,7 @@ fn main() -> Result<()> {
         let ppath = a.cache.join(format!("ports-{}.json", c.seed));
         let fpath = a.cache.join(format!("first-{}.json", c.seed));
         let read = |p: &std::path::Path| std::fs::read_to_string(p).ok();
-        type Cached = (Vec<polyphony_spec::FlowOutcome>, Vec<(f64, u64)>, Vec<(u64, u64)>);
+        type Cached = (Vec<polyphony_spec::FlowOutcome>, Vec<(f64, u64)>, Vec<(u64, u64, u64)>);
         let (pf, queues, first): Cached = match (read(&path), read(&ppath), read(&fpath)) {
             (Some(f), Some(q), Some(w)) => (
                 serde_json::from_str(&f)?,
@@ -130,8 +130,13 @@ fn main() -> Result<()> {
             let cc = cfg.class(p.dscp).context("class")?;
             let ci = input.classes.iter().position(|&d| d == p.dscp).unwrap_or(0);
             let ideal = topo.ideal(f.src, f.dst);
+            let w = first
+                .get(p.id.0 as usize)
+                .copied()
+                .unwrap_or((u64::MAX, u64::MAX, u64::MAX));
+            let seen = |x: u64| if x == u64::MAX { -1 } else { x as i64 };
             s += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{},{},{},{}\n",
                 i,
                 c.regime,
                 ci,
@@ -152,12 +157,9 @@ fn main() -> Result<()> {
                 ps.get(&p.id.0).copied().unwrap_or(0),
                 queues[ci].0,
                 queues[ci].1,
-                first
-                    .get(p.id.0 as usize)
-                    .map_or(-1, |w| if w.0 == u64::MAX { -1 } else { w.0 as i64 }),
-                first
-                    .get(p.id.0 as usize)
-                    .map_or(-1, |w| if w.1 == u64::MAX { -1 } else { w.1 as i64 }),
+                seen(w.0),
+                seen(w.1),
+                seen(w.2),
             );
         }
         Ok(s)
@@ -165,7 +167,7 @@ fn main() -> Result<()> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(&a.out)?);
     writeln!(
         w,
-        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer,fs_noq,fs_ps,q_avg,q_max,q_first,w_first"
+        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer,fs_noq,fs_ps,q_avg,q_max,q_first,w_first,w_syn"
     )?;
     for r in rows {
         w.write_all(r.as_bytes())?;

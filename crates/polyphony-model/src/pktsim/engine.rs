@@ -135,7 +135,7 @@ struct Sim<'a> {
     trace_flow: Option<u32>,
     trace: Vec<CwndSample>,
     /// [`PktRun::first_segment`] (empty unless recorded).
-    first_segment: Vec<(u64, u64)>,
+    first_segment: Vec<(u64, u64, u64)>,
     /// Per-link TSQ limit in bytes (meaningful for host NICs).
     tsq: Vec<u32>,
     win: (u64, u64),
@@ -228,7 +228,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         trace_flow: opts.trace_flow.and_then(|i| u32::try_from(i).ok()),
         trace: Vec::new(),
         first_segment: if opts.first_segment {
-            vec![(u64::MAX, u64::MAX); input.workload.flows.len()]
+            vec![(u64::MAX, u64::MAX, u64::MAX); input.workload.flows.len()]
         } else {
             Vec::new()
         },
@@ -448,7 +448,7 @@ impl Sim<'_> {
             port.marks += 1;
             self.marked += 1;
         }
-        if port.switch && p.kind == Kind::Data && p.seq == 0 {
+        if !self.first_segment.is_empty() && port.switch && p.kind == Kind::Data && p.seq == 0 {
             if let Some(r) = self.first_segment.get_mut(p.flow as usize).filter(|r| r.0 == u64::MAX) {
                 r.0 = port.qbytes[c];
             }
@@ -484,10 +484,12 @@ impl Sim<'_> {
                 self.marked += 1;
             }
         }
-        if port.switch && p.kind == Kind::Data && p.seq == 0 {
+        if !self.first_segment.is_empty() && port.switch {
             if let Some(r) = self.first_segment.get_mut(p.flow as usize) {
-                if r.0 != u64::MAX && r.1 == u64::MAX {
+                if p.kind == Kind::Data && p.seq == 0 && r.0 != u64::MAX && r.1 == u64::MAX {
                     r.1 = now - p.t_enq;
+                } else if p.kind == Kind::Syn && r.2 == u64::MAX {
+                    r.2 = now - p.t_enq;
                 }
             }
         }

@@ -85,8 +85,9 @@ pub struct PktSimOptions {
     /// Record the congestion window of the flow with this index (workload order) after every
     /// ACK it receives, in [`PktRun::cwnd_trace`] (for tests and diagnosis; `None`: no trace).
     pub trace_flow: Option<u64>,
-    /// Record what each flow's first data segment met at the first switch port it entered, in
-    /// [`PktRun::first_segment`] (for diagnosis; false: nothing recorded). Changes no outcome.
+    /// Record what each flow's first data segment and its SYN met at the first switch port they
+    /// entered, in [`PktRun::first_segment`] (for diagnosis; false: nothing recorded). Changes
+    /// no outcome.
     pub first_segment: bool,
 }
 
@@ -142,9 +143,9 @@ pub struct PktRun {
     pub cwnd_trace: Vec<CwndSample>,
     /// Per flow (workload order) with [`PktSimOptions::first_segment`]: its class's queue ahead
     /// of its first data segment at the first switch port (bytes) and the time that segment
-    /// waited there before its transmission began (ns); `u64::MAX` where it never got there.
-    /// Empty without the option.
-    pub first_segment: Vec<(u64, u64)>,
+    /// waited there before its transmission began (ns), and the same wait of its (first) SYN;
+    /// `u64::MAX` where it never got there. Empty without the option.
+    pub first_segment: Vec<(u64, u64, u64)>,
 }
 
 /// One point of a congestion-window trace.
