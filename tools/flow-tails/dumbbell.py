@@ -19,9 +19,13 @@ Classes with >= 100 measured flows. Tables:
   5. what the first data segment met in pktsim at the switch (columns q_first, w_first, w_syn):
      its class's queue ahead of it over K, its wait there, the SYN's wait there, and the share of
      pktsim's excess FCT (FCT - ideal) the two waits are, against flowsim's standing-queue wait per round (k Q/rho / k),
-     for the flows at pktsim's p99 rank, at flowsim's and at pktsim's median.
+     for the flows at pktsim's p99 rank, at flowsim's and at pktsim's median;
+  6. how well per-flow quantities rank pktsim's SYN + first-segment wait within a class (median
+     Spearman rho over classes): flowsim's wait per round, pktsim's queue ahead, and the number of
+     same-class flows that started in the last 1 or 4 base RTTs.
 Standard library only: python3 dumbbell.py FILE
 """
+import bisect
 import collections
 import csv
 import math
@@ -93,6 +97,7 @@ def main(path):
     err = collections.defaultdict(lambda: collections.defaultdict(list))
     by_k = []
     first = collections.defaultdict(list)
+    rank_by = collections.defaultdict(list)
     tail = collections.defaultdict(list)
     queue = collections.defaultdict(list)
     for flows in classes.values():
@@ -116,6 +121,25 @@ def main(path):
             for f in srt[max(0, r - 2):min(n, r + 3)]:
                 tail[(order, rb, size_bin(f))].append(f)
                 tail[(order, "all", size_bin(f))].append(f)
+        seen = [f for f in flows if f["w_first"] >= 0 and f["w_syn"] >= 0]
+        if f0["k"] > 0 and len(seen) >= MIN_FLOWS:
+            starts = sorted(f["start"] for f in seen)
+            wait = [f["w_first"] + f["w_syn"] for f in seen]
+
+            def recent(f, m):
+                return bisect.bisect_left(starts, f["start"]) - bisect.bisect_left(starts, f["start"] - m * f["rtt"])
+
+            for name, v in (
+                ("flowsim Q/rho per round", [(f["fs"] - f["fs_noq"]) / (1 + (f["fs_noq"] - f["fs_ps"]) / f["rtt"])
+                                             for f in seen]),
+                ("pktsim queue ahead", [f["q_first"] for f in seen]),
+                ("same-class starts in the last base RTT", [recent(f, 1) for f in seen]),
+                ("same-class starts in the last 4 base RTTs", [recent(f, 4) for f in seen]),
+            ):
+                rho = spearman(v, wait)
+                if not math.isnan(rho):
+                    rank_by[(name, rb)].append(rho)
+                    rank_by[(name, "all")].append(rho)
         if f0["k"] > 0:
             by_pkt = sorted(flows, key=lambda f: f["s_pkt"])
             by_fs = sorted(flows, key=lambda f: f["s_fs"])
@@ -198,6 +222,36 @@ def main(path):
                     med([f["s_fs"] - 1 for f in v]),
                 )
                 print(f"| {g} | {rb} | {sb} | {len(v)} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+
+    print("\n## 6. Ranking pktsim's SYN + first-segment wait within a class (median Spearman rho)\n")
+    bands = sorted({k[1] for k in rank_by}, key=lambda x: (x == "all", x))
+    print("| predictor | " + " | ".join(bands) + " |")
+    print("|---|" + "---:|" * len(bands))
+    for name in dict.fromkeys(k[0] for k in rank_by):
+        print(f"| {name} | " + " | ".join(f"{med(rank_by[(name, b)]):.2f}" for b in bands) + " |")
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    den = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
+    return num / den if den > 0 else float("nan")
+
+
+def ranks(v):
+    """Average ranks (ties share their mean rank)."""
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for t in range(i, j + 1):
+            r[order[t]] = (i + j) / 2
+        i = j + 1
+    return r
 
 
 if __name__ == "__main__":
