@@ -44,12 +44,6 @@ struct Args {
     /// flowsim's standing queue in units of K (`FlowSimOptions::queue_factor`; default: flowsim's).
     #[arg(long)]
     queue_factor: Option<f64>,
-    /// The standing queue's floor in BDPs (`FlowSimOptions::bdp_queue`; default: flowsim's).
-    #[arg(long)]
-    bdp_queue: Option<f64>,
-    /// Slow start ends at K plus the BDP (`FlowSimOptions::rounds_to_bdp`).
-    #[arg(long)]
-    rounds_to_bdp: bool,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -113,10 +107,6 @@ fn main() -> Result<()> {
         let mut all = FlowSimOptions::default();
         if let Some(q) = a.queue_factor {
             all.queue_factor = q;
-        }
-        all.rounds_to_bdp = a.rounds_to_bdp;
-        if let Some(q) = a.bdp_queue {
-            all.bdp_queue = q;
         }
         let fs = fcts(all)?;
         let noq = fcts(FlowSimOptions {

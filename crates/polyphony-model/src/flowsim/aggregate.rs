@@ -81,8 +81,6 @@ struct AggFlow {
     work: F,
     /// Base RTT of the flow's path (ns).
     rtt: F,
-    /// The link rate × `rtt` (bytes).
-    bdp: F,
     /// Segments (n_seg).
     segs: F,
     /// `work` / the link rate (ns).
@@ -181,7 +179,6 @@ impl AggPlan {
                             dt,
                             work,
                             rtt: f.rtt as F,
-                            bdp: (r * f.rtt as f64) as F,
                             segs: f.size.div_ceil(MSS).clamp(1, u32::MAX as u64) as u32 as F,
                             work_inv_r: f.idle as F,
                             load: max(class_bytes[c] - work, 0.0) * inv_span,
@@ -226,11 +223,6 @@ struct Knobs<const L: usize> {
     inv_init: [[F; L]; MAX_CLASSES],
     /// Slow-start rounds after which the window passes K.
     k_lim: [[F; L]; MAX_CLASSES],
-    /// The standing queue's floor per byte of BDP; 0 without the standing-queue term.
-    bdp_q: [F; L],
-    /// With `rounds_to_bdp`: K (bytes) and 1 / (initcwnd · MTU); else 0 (the limit is `k_lim`).
-    k_bytes: [[F; L]; MAX_CLASSES],
-    inv_init_mtu: [[F; L]; MAX_CLASSES],
     /// Per set of classes m (bit j: class j, of the first [`FILL_CLASSES`]): 1 / Σ_{j∈m} w_j
     /// (for [`drain_fill`]).
     inv_wsum: [[F; L]; 1 << FILL_CLASSES],
@@ -246,15 +238,9 @@ impl<const L: usize> Knobs<L> {
             burst: [[0.0; L]; MAX_CLASSES],
             inv_init: [[1.0; L]; MAX_CLASSES],
             k_lim: [[1.0; L]; MAX_CLASSES],
-            bdp_q: [0.0; L],
-            k_bytes: [[0.0; L]; MAX_CLASSES],
-            inv_init_mtu: [[0.0; L]; MAX_CLASSES],
             inv_wsum: [[0.0; L]; 1 << FILL_CLASSES],
         };
         for (l, params) in lanes.iter().enumerate() {
-            if opts.standing_queue {
-                k.bdp_q[l] = opts.bdp_queue as F;
-            }
             for (c, p) in params.iter().enumerate() {
                 let init = p.init_cwnd.max(1) as f64;
                 k.w[c][l] = p.weight as F;
@@ -263,10 +249,6 @@ impl<const L: usize> Knobs<L> {
                 if opts.standing_queue {
                     k.phi_k[c][l] = (opts.queue_factor * p.ecn_k as f64) as F;
                     k.burst[c][l] = (init * MTU) as F;
-                }
-                if opts.slow_start && opts.rounds_to_bdp {
-                    k.k_bytes[c][l] = p.ecn_k as F;
-                    k.inv_init_mtu[c][l] = (1.0 / (init * MTU)) as F;
                 }
                 k.k_lim[c][l] = if opts.slow_start {
                     ((p.ecn_k as f64 / (init * MTU)).max(1.0).log2().ceil() + 1.0) as F
@@ -489,8 +471,7 @@ fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
             }
         }
         for l in 0..W {
-            let floor = max(kn.phi_k[C][l], f.bdp * kn.bdp_q[l]);
-            out.q[l] = min(b[C][l], max(floor, cv.flows(l) * kn.burst[C][l]));
+            out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
         }
         for l in 0..W {
             b[C][l] += s;
@@ -526,15 +507,7 @@ fn delay<const W: usize, const CH: usize>(
             // multiple cannot round up; flows long enough for that to matter hit k_lim.
             let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
             let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
-            let lim = if kn.inv_init_mtu[c][l] > 0.0 {
-                max((kn.k_bytes[c][l] + f.bdp) * kn.inv_init_mtu[c][l], 1.0)
-                    .log2()
-                    .ceil()
-                    + 1.0
-            } else {
-                kn.k_lim[c][l]
-            };
-            let k = min(bits, lim);
+            let k = min(bits, kn.k_lim[c][l]);
             ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
         }
     }

@@ -59,13 +59,6 @@ pub struct FlowSimOptions {
     /// `validation` (54 random cases × 6 configurations; 1.5, 2 and 3 tried: median per-class
     /// p99 error 27.1, 26.6 and 29.6 %).
     pub queue_factor: f64,
-    /// A floor under the standing queue of a backlogged class in units of the flow's
-    /// bandwidth-delay product on the link (its rate × the path's base RTT): with K below a BDP,
-    /// DCTCP's slow-start overshoot, not K, sets the queue (0: no floor).
-    pub bdp_queue: f64,
-    /// Slow start ends when the window passes K plus the flow's BDP on the link (the pipe and
-    /// the queue), not K alone (false: K alone).
-    pub rounds_to_bdp: bool,
     /// The packet-level constants the incast loss model shares with `pktsim` (its minimum
     /// RTO and default port buffer; `flowsim/burst.rs`).
     pub packet: crate::pktsim::PktSimOptions,
@@ -77,8 +70,6 @@ impl Default for FlowSimOptions {
             standing_queue: true,
             slow_start: true,
             queue_factor: 2.0,
-            bdp_queue: 0.0,
-            rounds_to_bdp: false,
             packet: crate::pktsim::PktSimOptions::default(),
         }
     }
