@@ -23,7 +23,7 @@ mod common;
 use anyhow::{Context, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, SeedSet};
-use polyphony_model::{FlowSim, FlowSimOptions, PktSim};
+use polyphony_model::{FirstSegment, FlowSim, FlowSimOptions, PktSim};
 use std::io::Write;
 
 #[derive(Parser)]
@@ -67,7 +67,7 @@ fn main() -> Result<()> {
         let ppath = a.cache.join(format!("ports-{}.json", c.seed));
         let fpath = a.cache.join(format!("first-{}.json", c.seed));
         let read = |p: &std::path::Path| std::fs::read_to_string(p).ok();
-        type Cached = (Vec<polyphony_spec::FlowOutcome>, Vec<(f64, u64)>, Vec<(u64, u64, u64)>);
+        type Cached = (Vec<polyphony_spec::FlowOutcome>, Vec<(f64, u64)>, Vec<FirstSegment>);
         let (pf, queues, first): Cached = match (read(&path), read(&ppath), read(&fpath)) {
             (Some(f), Some(q), Some(w)) => (
                 serde_json::from_str(&f)?,
@@ -130,11 +130,8 @@ fn main() -> Result<()> {
             let cc = cfg.class(p.dscp).context("class")?;
             let ci = input.classes.iter().position(|&d| d == p.dscp).unwrap_or(0);
             let ideal = topo.ideal(f.src, f.dst);
-            let w = first
-                .get(p.id.0 as usize)
-                .copied()
-                .unwrap_or((u64::MAX, u64::MAX, u64::MAX));
-            let seen = |x: u64| if x == u64::MAX { -1 } else { x as i64 };
+            let w = first.get(p.id.0 as usize).copied().unwrap_or_default();
+            let seen = |x: Option<u64>| x.map_or(-1, |x| x as i64);
             s += &format!(
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{},{},{},{}\n",
                 i,
@@ -157,9 +154,9 @@ fn main() -> Result<()> {
                 ps.get(&p.id.0).copied().unwrap_or(0),
                 queues[ci].0,
                 queues[ci].1,
-                seen(w.0),
-                seen(w.1),
-                seen(w.2),
+                seen(w.queue_ahead.map(|b| b.0)),
+                seen(w.wait.map(|t| t.0)),
+                seen(w.syn_wait.map(|t| t.0)),
             );
         }
         Ok(s)

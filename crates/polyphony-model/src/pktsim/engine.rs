@@ -4,10 +4,10 @@
 
 use super::cc::Cubic;
 use super::port::Port;
-use super::{Conservation, CwndSample, Marking, PktRun, PktSimOptions};
+use super::{Conservation, CwndSample, FirstSegment, Marking, PktRun, PktSimOptions};
 use crate::model::{finish, Cca, ModelInput, Prepared, RunStats};
 use crate::topology::{Path, HEADER_BYTES, MSS};
-use polyphony_spec::{Nanos, NetworkConfig};
+use polyphony_spec::{Bytes, Nanos, NetworkConfig};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -135,7 +135,7 @@ struct Sim<'a> {
     trace_flow: Option<u32>,
     trace: Vec<CwndSample>,
     /// [`PktRun::first_segment`] (empty unless recorded).
-    first_segment: Vec<(u64, u64, u64)>,
+    first_segment: Vec<FirstSegment>,
     /// Per-link TSQ limit in bytes (meaningful for host NICs).
     tsq: Vec<u32>,
     win: (u64, u64),
@@ -228,7 +228,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         trace_flow: opts.trace_flow.and_then(|i| u32::try_from(i).ok()),
         trace: Vec::new(),
         first_segment: if opts.first_segment {
-            vec![(u64::MAX, u64::MAX, u64::MAX); input.workload.flows.len()]
+            vec![FirstSegment::default(); input.workload.flows.len()]
         } else {
             Vec::new()
         },
@@ -449,8 +449,12 @@ impl Sim<'_> {
             self.marked += 1;
         }
         if !self.first_segment.is_empty() && port.switch && p.kind == Kind::Data && p.seq == 0 {
-            if let Some(r) = self.first_segment.get_mut(p.flow as usize).filter(|r| r.0 == u64::MAX) {
-                r.0 = port.qbytes[c];
+            if let Some(r) = self
+                .first_segment
+                .get_mut(p.flow as usize)
+                .filter(|r| r.queue_ahead.is_none())
+            {
+                r.queue_ahead = Some(Bytes(port.qbytes[c]));
             }
         }
         let pk = &mut self.pkts[i as usize];
@@ -486,10 +490,10 @@ impl Sim<'_> {
         }
         if !self.first_segment.is_empty() && port.switch {
             if let Some(r) = self.first_segment.get_mut(p.flow as usize) {
-                if p.kind == Kind::Data && p.seq == 0 && r.0 != u64::MAX && r.1 == u64::MAX {
-                    r.1 = now - p.t_enq;
-                } else if p.kind == Kind::Syn && r.2 == u64::MAX {
-                    r.2 = now - p.t_enq;
+                if p.kind == Kind::Data && p.seq == 0 && r.queue_ahead.is_some() && r.wait.is_none() {
+                    r.wait = Some(Nanos(now - p.t_enq));
+                } else if p.kind == Kind::Syn && r.syn_wait.is_none() {
+                    r.syn_wait = Some(Nanos(now - p.t_enq));
                 }
             }
         }

@@ -141,11 +141,21 @@ pub struct PktRun {
     pub conservation: Conservation,
     /// The traced flow's window after each ACK ([`PktSimOptions::trace_flow`]).
     pub cwnd_trace: Vec<CwndSample>,
-    /// Per flow (workload order) with [`PktSimOptions::first_segment`]: its class's queue ahead
-    /// of its first data segment at the first switch port (bytes) and the time that segment
-    /// waited there before its transmission began (ns), and the same wait of its (first) SYN;
-    /// `u64::MAX` where it never got there. Empty without the option.
-    pub first_segment: Vec<(u64, u64, u64)>,
+    /// Per flow (workload order) with [`PktSimOptions::first_segment`]: what its first data
+    /// segment and its SYN met at the first switch port. Empty without the option.
+    pub first_segment: Vec<FirstSegment>,
+}
+
+/// What one flow's first data segment and its (first) SYN met at the first switch port they
+/// entered ([`PktSimOptions::first_segment`]); `None` where the packet never got there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct FirstSegment {
+    /// The flow's class's queue ahead of its first data segment when it was enqueued.
+    pub queue_ahead: Option<Bytes>,
+    /// How long that segment waited there before its transmission began.
+    pub wait: Option<Nanos>,
+    /// How long the flow's SYN waited there before its transmission began.
+    pub syn_wait: Option<Nanos>,
 }
 
 /// One point of a congestion-window trace.
