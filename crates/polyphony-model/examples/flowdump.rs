@@ -10,13 +10,20 @@
 //! Columns: case index, regime, class index, the class's weight, K (bytes) and initcwnd, source
 //! and destination host, start (ns), size (bytes), ideal FCT, pktsim's FCT, flowsim's FCT (ns),
 //! the path's base RTT (ns), its bottleneck rate (bit/s), the configuration's port buffer
-//! (bytes, 0: pktsim's default).
+//! (bytes, 0: pktsim's default); then flowsim's FCT without the standing-queue term
+//! (`fs_noq`) and without it and the slow-start rounds (`fs_ps`: ideal + sharing + incast) —
+//! flowsim's state does not depend on either term, so `fs − fs_noq` is the flow's k·Q/ρ and
+//! `fs_noq − fs_ps` its (k − 1)·RTT — and pktsim's queue of the flow's class on the port where
+//! that class's time-averaged queue is longest: time average and maximum (bytes; cached as
+//! `ports-<seed>.json`); what the flow's first data segment met at the first switch port: its
+//! class's queue ahead of it (bytes) and its wait there (ns), and its SYN's wait there (ns; −1:
+//! never got there; cached as `first-<seed>.json`). `--stride 2` from an even `--first` takes the dumbbell cases only.
 mod common;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, SeedSet};
-use polyphony_model::{FlowSim, PktSim};
+use polyphony_model::{FirstSegment, FlowSim, FlowSimOptions, PktSim};
 use std::io::Write;
 
 #[derive(Parser)]
@@ -31,6 +38,12 @@ struct Args {
     /// configuration as `train_correction --configs 4`).
     #[arg(long, default_value_t = 4)]
     configs: usize,
+    /// Take every this many case indices (2 from an even `--first`: the dumbbells).
+    #[arg(long, default_value_t = 1)]
+    stride: u64,
+    /// flowsim's standing queue in units of K (`FlowSimOptions::queue_factor`; default: flowsim's).
+    #[arg(long)]
+    queue_factor: Option<f64>,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -44,25 +57,67 @@ struct Args {
 
 fn main() -> Result<()> {
     let a = Args::parse();
-    let idx: Vec<u64> = (a.first..a.first + a.cases).collect();
+    let idx: Vec<u64> = (a.first..a.first + a.cases).step_by(a.stride.max(1) as usize).collect();
     let rows = common::par_map(&idx, a.threads, |&i| -> Result<String> {
         let c = case(SeedSet::Development, i, a.configs)?;
         let mut input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
         input.keep_flows = true;
         let cfg = &c.configs[0];
         let path = a.cache.join(format!("flows-{}.json", c.seed));
-        let pf: Vec<polyphony_spec::FlowOutcome> = match std::fs::read_to_string(&path) {
-            Ok(t) => serde_json::from_str(&t)?,
-            Err(_) => {
-                let o = PktSim::default().run(&input, cfg)?;
+        let ppath = a.cache.join(format!("ports-{}.json", c.seed));
+        let fpath = a.cache.join(format!("first-{}.json", c.seed));
+        let read = |p: &std::path::Path| std::fs::read_to_string(p).ok();
+        type Cached = (Vec<polyphony_spec::FlowOutcome>, Vec<(f64, u64)>, Vec<FirstSegment>);
+        let (pf, queues, first): Cached = match (read(&path), read(&ppath), read(&fpath)) {
+            (Some(f), Some(q), Some(w)) => (
+                serde_json::from_str(&f)?,
+                serde_json::from_str(&q)?,
+                serde_json::from_str(&w)?,
+            ),
+            _ => {
+                let pkt = PktSim::new(polyphony_model::PktSimOptions {
+                    first_segment: true,
+                    ..Default::default()
+                });
+                let o = pkt.run(&input, cfg)?;
                 let f = o.output.flows.context("no flows")?;
-                std::fs::write(&path, serde_json::to_vec(&f)?)
-                    .with_context(|| format!("writing {}", path.display()))?;
-                f
+                // Per class: its longest time-averaged queue over the ports, and that port's maximum.
+                let q: Vec<(f64, u64)> = (0..input.classes.len())
+                    .map(|c| {
+                        o.ports
+                            .iter()
+                            .map(|p| (p.avg_queue[c], p.max_queue[c]))
+                            .fold((0.0, 0), |m, x| if x.0 > m.0 { x } else { m })
+                    })
+                    .collect();
+                for (p, v) in [
+                    (&path, serde_json::to_vec(&f)?),
+                    (&ppath, serde_json::to_vec(&q)?),
+                    (&fpath, serde_json::to_vec(&o.first_segment)?),
+                ] {
+                    std::fs::write(p, v).with_context(|| format!("writing {}", p.display()))?;
+                }
+                (f, q, o.first_segment)
             }
         };
-        let ff = FlowSim::default().run(&input, cfg)?.flows.context("no flows")?;
-        let fs: std::collections::HashMap<u64, u64> = ff.iter().map(|x| (x.id.0, x.fct.0)).collect();
+        let fcts = |o: FlowSimOptions| -> Result<std::collections::HashMap<u64, u64>> {
+            let ff = FlowSim::new(o).run(&input, cfg)?.flows.context("no flows")?;
+            Ok(ff.iter().map(|x| (x.id.0, x.fct.0)).collect())
+        };
+        let mut all = FlowSimOptions::default();
+        if let Some(q) = a.queue_factor {
+            all.queue_factor = q;
+        }
+        let fs = fcts(all)?;
+        let noq = fcts(FlowSimOptions {
+            standing_queue: false,
+            ..all
+        })?;
+        let ps = fcts(FlowSimOptions {
+            standing_queue: false,
+            slow_start: false,
+            ..all
+        })?;
         let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
         let mut s = String::new();
         for p in &pf {
@@ -75,8 +130,10 @@ fn main() -> Result<()> {
             let cc = cfg.class(p.dscp).context("class")?;
             let ci = input.classes.iter().position(|&d| d == p.dscp).unwrap_or(0);
             let ideal = topo.ideal(f.src, f.dst);
+            let w = first.get(p.id.0 as usize).copied().unwrap_or_default();
+            let seen = |x: Option<u64>| x.map_or(-1, |x| x as i64);
             s += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{},{},{},{}\n",
                 i,
                 c.regime,
                 ci,
@@ -93,6 +150,13 @@ fn main() -> Result<()> {
                 ideal.base_rtt.0,
                 ideal.bottleneck.0,
                 cfg.port_buffer.map_or(0, |b| b.0),
+                noq.get(&p.id.0).copied().unwrap_or(0),
+                ps.get(&p.id.0).copied().unwrap_or(0),
+                queues[ci].0,
+                queues[ci].1,
+                seen(w.queue_ahead.map(|b| b.0)),
+                seen(w.wait.map(|t| t.0)),
+                seen(w.syn_wait.map(|t| t.0)),
             );
         }
         Ok(s)
@@ -100,7 +164,7 @@ fn main() -> Result<()> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(&a.out)?);
     writeln!(
         w,
-        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer"
+        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer,fs_noq,fs_ps,q_avg,q_max,q_first,w_first,w_syn"
     )?;
     for r in rows {
         w.write_all(r.as_bytes())?;

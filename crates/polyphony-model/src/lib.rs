@@ -33,7 +33,7 @@ pub use correction::{Corrected, Correction};
 pub use error::ModelError;
 pub use flowsim::{FlowSim, FlowSimOptions};
 pub use model::{output_from_fcts, ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
-pub use pktsim::{Marking, PktSim, PktSimOptions};
+pub use pktsim::{FirstSegment, Marking, PktSim, PktSimOptions};
 pub use simulate::{
     default_config, poor_config, scale_scenario, scenario_input, scenario_trace, simulate, three_class_scenario,
     trace_input, ModelKind, SimulateReport, SimulateRequest,

@@ -276,3 +276,42 @@ fn losses_in_one_window_are_repaired_by_newreno_without_a_timeout() {
         assert!(o.fct.0 < 100 * Nanos::MILLI.0, "flow {:?}: fct {}", o.id, o.fct);
     }
 }
+
+#[test]
+fn recording_the_first_segment_changes_no_outcome_and_sees_the_queue() {
+    // Two 1 MB flows from two senders overload the bottleneck and fill their class's queue
+    // there (one alone cannot: every link runs at the same rate); a one-packet flow of the same
+    // class from the third sender arrives 5 ms later and must find bytes ahead of it and wait.
+    let c = cfg(&[(Dscp::AF11, 1.0)], 20_000, 10);
+    let flows = vec![
+        flow(0, 0, Dscp::AF11, 1_000_000, 0),
+        flow(1, 2, Dscp::AF11, 1_000_000, 0),
+        flow(2, 1, Dscp::AF11, 100, 5_000_000),
+    ];
+    let plain = run(flows.clone(), vec![Dscp::AF11], &c, PktSimOptions::default());
+    let opts = PktSimOptions {
+        first_segment: true,
+        ..Default::default()
+    };
+    let rec = run(flows, vec![Dscp::AF11], &c, opts);
+    assert_eq!(plain.output, rec.output, "the record must not change what is simulated");
+    assert!(plain.first_segment.is_empty());
+    assert_eq!(rec.first_segment.len(), 3);
+    for r in &rec.first_segment {
+        assert!(
+            r.queue_ahead.is_some() && r.wait.is_some() && r.syn_wait.is_some(),
+            "{r:?}"
+        );
+    }
+    let lone = rec.first_segment[0];
+    assert_eq!(
+        lone.queue_ahead,
+        Some(Bytes(0)),
+        "the first flow meets an empty queue: {lone:?}"
+    );
+    let late = rec.first_segment[2];
+    let ahead = late.queue_ahead.unwrap().0;
+    assert!(ahead > 0, "the late flow finds the long flow's backlog: {late:?}");
+    // It waits at least until the bytes ahead of it have been served at the bottleneck's rate.
+    assert!(late.wait.unwrap().0 >= ser(ahead) / 2, "{late:?}");
+}

@@ -4,10 +4,10 @@
 
 use super::cc::Cubic;
 use super::port::Port;
-use super::{Conservation, CwndSample, Marking, PktRun, PktSimOptions};
+use super::{Conservation, CwndSample, FirstSegment, Marking, PktRun, PktSimOptions};
 use crate::model::{finish, Cca, ModelInput, Prepared, RunStats};
 use crate::topology::{Path, HEADER_BYTES, MSS};
-use polyphony_spec::{Nanos, NetworkConfig};
+use polyphony_spec::{Bytes, Nanos, NetworkConfig};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -134,6 +134,8 @@ struct Sim<'a> {
     /// The flow whose window is traced, and the trace.
     trace_flow: Option<u32>,
     trace: Vec<CwndSample>,
+    /// [`PktRun::first_segment`] (empty unless recorded).
+    first_segment: Vec<FirstSegment>,
     /// Per-link TSQ limit in bytes (meaningful for host NICs).
     tsq: Vec<u32>,
     win: (u64, u64),
@@ -225,6 +227,11 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         opts,
         trace_flow: opts.trace_flow.and_then(|i| u32::try_from(i).ok()),
         trace: Vec::new(),
+        first_segment: if opts.first_segment {
+            vec![FirstSegment::default(); input.workload.flows.len()]
+        } else {
+            Vec::new()
+        },
         tsq: topo
             .links()
             .iter()
@@ -347,6 +354,7 @@ pub(super) fn run(input: &ModelInput, cfg: &NetworkConfig, prep: &Prepared, opts
         ports,
         conservation,
         cwnd_trace: sim.trace,
+        first_segment: sim.first_segment,
     }
 }
 
@@ -440,6 +448,15 @@ impl Sim<'_> {
             port.marks += 1;
             self.marked += 1;
         }
+        if !self.first_segment.is_empty() && port.switch && p.kind == Kind::Data && p.seq == 0 {
+            if let Some(r) = self
+                .first_segment
+                .get_mut(p.flow as usize)
+                .filter(|r| r.queue_ahead.is_none())
+            {
+                r.queue_ahead = Some(Bytes(port.qbytes[c]));
+            }
+        }
         let pk = &mut self.pkts[i as usize];
         pk.ce = ce;
         pk.t_enq = self.now;
@@ -469,6 +486,15 @@ impl Sim<'_> {
                 p.ce = true;
                 port.marks += 1;
                 self.marked += 1;
+            }
+        }
+        if !self.first_segment.is_empty() && port.switch {
+            if let Some(r) = self.first_segment.get_mut(p.flow as usize) {
+                if p.kind == Kind::Data && p.seq == 0 && r.queue_ahead.is_some() && r.wait.is_none() {
+                    r.wait = Some(Nanos(now - p.t_enq));
+                } else if p.kind == Kind::Syn && r.syn_wait.is_none() {
+                    r.syn_wait = Some(Nanos(now - p.t_enq));
+                }
             }
         }
         port.busy = true;

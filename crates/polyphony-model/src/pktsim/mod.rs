@@ -85,6 +85,10 @@ pub struct PktSimOptions {
     /// Record the congestion window of the flow with this index (workload order) after every
     /// ACK it receives, in [`PktRun::cwnd_trace`] (for tests and diagnosis; `None`: no trace).
     pub trace_flow: Option<u64>,
+    /// Record what each flow's first data segment and its SYN met at the first switch port they
+    /// entered, in [`PktRun::first_segment`] (for diagnosis; false: nothing recorded). Changes
+    /// no outcome.
+    pub first_segment: bool,
 }
 
 impl Default for PktSimOptions {
@@ -100,6 +104,7 @@ impl Default for PktSimOptions {
             stats_window: (Nanos(0), Nanos(u64::MAX)),
             tsq_window: Nanos::MILLI,
             trace_flow: None,
+            first_segment: false,
         }
     }
 }
@@ -136,6 +141,21 @@ pub struct PktRun {
     pub conservation: Conservation,
     /// The traced flow's window after each ACK ([`PktSimOptions::trace_flow`]).
     pub cwnd_trace: Vec<CwndSample>,
+    /// Per flow (workload order) with [`PktSimOptions::first_segment`]: what its first data
+    /// segment and its SYN met at the first switch port. Empty without the option.
+    pub first_segment: Vec<FirstSegment>,
+}
+
+/// What one flow's first data segment and its (first) SYN met at the first switch port they
+/// entered ([`PktSimOptions::first_segment`]); `None` where the packet never got there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct FirstSegment {
+    /// The flow's class's queue ahead of its first data segment when it was enqueued.
+    pub queue_ahead: Option<Bytes>,
+    /// How long that segment waited there before its transmission began.
+    pub wait: Option<Nanos>,
+    /// How long the flow's SYN waited there before its transmission began.
+    pub syn_wait: Option<Nanos>,
 }
 
 /// One point of a congestion-window trace.
