@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Every number of full-vs-no-correction.md, from this directory's iterations.csv.
 
-    python3 docs/results/scale/full_vs_no_correction.py [docs/results/scale/iterations.csv]
+    python3 docs/results/scale/full_vs_no_correction.py [scale/iterations.csv [scale-ablation/iterations.csv]]
 
-Reads only the committed file (no run). A proposal's prediction is the reason text of the
+Reads only the committed files (no run; default paths under docs/results/). A proposal's prediction is the reason text of the
 interval that proposed it (`ĝ = … ×÷ …`, `model calibrated per class ×a/b/c`); it is compared
 with the J measured in the next interval, at the proposed configuration.
 """
@@ -15,10 +15,13 @@ import sys
 from collections import defaultdict
 
 PATH = sys.argv[1] if len(sys.argv) > 1 else "docs/results/scale/iterations.csv"
+ABLATION = sys.argv[2] if len(sys.argv) > 2 else "docs/results/scale-ablation/iterations.csv"
 CLASSES = ["AF11", "AF21", "AF31"]
 FULL, NC, CEIL = "polyphony", "no-correction", "near-optimal"
 
 rows = list(csv.DictReader(open(PATH, encoding="utf-8")))
+rows += [r for r in csv.DictReader(open(ABLATION, encoding="utf-8")) if r["tuner"] == "no-trust-region"]
+NTR = "no-trust-region"
 runs = defaultdict(list)
 order = []
 for r in rows:
@@ -80,7 +83,7 @@ for sc in order:
 for fam in ["websearch", "hadoop"]:
     cells = [sc for sc in order if family(sc) == fam]
     print(f"\n## {fam} ({len(cells)} scenarios)")
-    for tu in [FULL, NC, CEIL]:
+    for tu in [FULL, NC, NTR, CEIL]:
         it = [r for sc in cells for r in control(sc, tu)]
         ok = sum(max_r(r) <= 1.0 for r in it)
         w31 = st.median(float(r["weight_AF31"]) for r in it if int(r["iteration"]) >= 3)
@@ -111,7 +114,7 @@ for fam in ["websearch", "hadoop"]:
         r = control(sc, NC)[0]
         tight[min(CLASSES, key=lambda c: float(r["p99_" + c]) / float(r["ratio_" + c]))] += 1
     print(f"  class with the tightest SLO (p99 / ratio): {dict(tight)}")
-    for tu in [FULL, NC]:
+    for tu in [FULL, NC, NTR]:
         err, pred, meas = [], [], []
         for sc in cells:
             for a, b in steps(sc, tu):
@@ -125,6 +128,9 @@ for fam in ["websearch", "hadoop"]:
             f"  {tu}: measured J / predicted ĝ of its proposals: median ×{math.exp(med):.1f} "
             f"(ln {med:+.2f}, n {len(err)}); Spearman ρ(ĝ, next J) {spearman(pred, meas):.2f}"
         )
+    first = st.median(float(control(sc, NTR)[0]["objective"]) for sc in cells)
+    start = st.median(float([r for r in runs[(sc, NTR)] if int(r["iteration"]) == -1][0]["objective"]) for sc in cells)
+    print(f"  {NTR}: median J of the last warm-up window {start:.2f}, of its first control interval {first:.2f}")
     grown = {tu: sum(any(re.search(r"radius (0\.6|1\.0)", a["reason"]) for a, _ in steps(sc, tu)) for sc in cells) for tu in [FULL, NC]}
     print(f"  scenarios whose trust radius grew to >= 0.6: full {grown[FULL]}, no-correction {grown[NC]}")
 
