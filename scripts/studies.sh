@@ -9,6 +9,7 @@
 #   ablation-10g     the ablation at 10 Gbit/s, high tightness, seeds 0-4 (TUNERS, default the
 #                    ablation set)
 #   scale            the scale study, window-median (strict) SLO basis, seed 0 per scenario
+#   scale-ablation   the scale study's no-trust-region ablation, as scale (no-correction is in scale)
 #   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
@@ -45,6 +46,13 @@ scale() {
         --out docs/results/scale --quiet
 }
 
+scale_ablation() {
+    "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
+        --racks 32 --hosts-per-rack 8 --interval-ms 50 --baseline-windows 5 \
+        --tuners no-trust-region --jobs "$JOBS" \
+        --out docs/results/scale-ablation --quiet
+}
+
 scale_run_p99() {
     "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
         --racks 32 --hosts-per-rack 8 --interval-ms 50 --baseline-windows 20 --slo-basis run-p99 \
@@ -69,16 +77,17 @@ categorical() {
         --out docs/results/categorical --quiet
 }
 
-[ $# -gt 0 ] || { sed -n '2,18p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,19p' "$0"; exit 2; }
 for study in "$@"; do
     case "$study" in
         convergence-10g) convergence_10g ;;
         ablation-10g) ablation_10g ;;
         scale) scale ;;
+        scale-ablation) scale_ablation ;;
         scale-run-p99) scale_run_p99 ;;
         convergence) convergence ;;
         adaptation) adaptation ;;
         categorical) categorical ;;
-        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-run-p99 convergence adaptation categorical" >&2; exit 2 ;;
+        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical" >&2; exit 2 ;;
     esac
 done
