@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Every number of full-vs-no-correction.md, from this directory's iterations.csv.
+"""Every number of full-vs-no-correction.md, from docs/results/scale/iterations.csv (and scale-ablation's).
 
-    python3 docs/results/scale/full_vs_no_correction.py [scale/iterations.csv [scale-ablation/iterations.csv]]
+    python3 tools/scale-analysis/full_vs_no_correction.py [scale/iterations.csv [scale-ablation/iterations.csv]]
 
 Reads only the committed files (no run; default paths under docs/results/). A proposal's prediction is the reason text of the
 interval that proposed it (`ĝ = … ×÷ …`, `model calibrated per class ×a/b/c`); it is compared
