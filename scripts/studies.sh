@@ -39,25 +39,20 @@ ablation_10g() {
         --jobs "$JOBS" --out docs/results/ablation-10g --quiet
 }
 
-scale() {
+# The scale study at the paper's size (32 x 8 leaf-spine, 50 ms windows, 10 warm-up windows):
+# scale_study OUT TUNERS EXTRA-ARGS...
+scale_study() {
+    local out=$1 tuners=$2
+    shift 2
     "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
-        --racks 32 --hosts-per-rack 8 --interval-ms 50 --baseline-windows 5 \
-        --tuners polyphony,no-correction,fixed,near-optimal --jobs "$JOBS" \
-        --out docs/results/scale --quiet
+        --racks 32 --hosts-per-rack 8 --interval-ms 50 "$@" \
+        --tuners "$tuners" --jobs "$JOBS" --out "docs/results/$out" --quiet
 }
 
-scale_ablation() {
-    "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
-        --racks 32 --hosts-per-rack 8 --interval-ms 50 --baseline-windows 5 \
-        --tuners no-trust-region --jobs "$JOBS" \
-        --out docs/results/scale-ablation --quiet
-}
-
+scale() { scale_study scale polyphony,no-correction,fixed,near-optimal --baseline-windows 5; }
+scale_ablation() { scale_study scale-ablation no-trust-region --baseline-windows 5; }
 scale_run_p99() {
-    "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
-        --racks 32 --hosts-per-rack 8 --interval-ms 50 --baseline-windows 20 --slo-basis run-p99 \
-        --tuners polyphony,fixed,near-optimal --jobs "$JOBS" \
-        --out docs/results/scale-run-p99 --quiet
+    scale_study scale-run-p99 polyphony,fixed,near-optimal --baseline-windows 20 --slo-basis run-p99
 }
 
 convergence() {
