@@ -15,6 +15,8 @@
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
 #                    seeds 0-4: Polyphony and Bluefin on the mixed space, numeric-only (TUNERS)
+#   convergence-testbed  Table 2 on the namespace testbed (root, real time: ~78 min), seeds 0-1
+#   ablation-testbed     the ablation on the namespace testbed (root, real time: ~38 min), seeds 0-2
 # ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
 # convergence-10g, TIGHTNESS (space-separated) may be set in the environment.
 set -euo pipefail
@@ -72,7 +74,21 @@ categorical() {
         --out docs/results/categorical --quiet
 }
 
-[ $# -gt 0 ] || { sed -n '2,19p' "$0"; exit 2; }
+# The testbed is one instance at a time and runs in real time: no --jobs, and an otherwise idle
+# machine (other load shows up as CPU stalls in its flows' completion times).
+convergence_testbed() {
+    "${EVAL[@]}" convergence --ground testbed --seeds 2 --iterations "${ITERATIONS:-20}" \
+        --tuners "${TUNERS:-polyphony,bluefin,fixed}" --scenario-prefix testbed --prefix ppe \
+        --out docs/results/convergence-testbed --quiet
+}
+
+ablation_testbed() {
+    "${EVAL[@]}" ablation --ground testbed --seeds 3 --iterations "${ITERATIONS:-18}" \
+        --tuners "${TUNERS:-polyphony,no-correction,no-model}" --scenario-prefix testbed --prefix ppe \
+        --out docs/results/ablation-testbed --quiet
+}
+
+[ $# -gt 0 ] || { sed -n '2,21p' "$0"; exit 2; }
 for study in "$@"; do
     case "$study" in
         convergence-10g) convergence_10g ;;
@@ -83,6 +99,8 @@ for study in "$@"; do
         convergence) convergence ;;
         adaptation) adaptation ;;
         categorical) categorical ;;
-        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical" >&2; exit 2 ;;
+        convergence-testbed) convergence_testbed ;;
+        ablation-testbed) ablation_testbed ;;
+        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical convergence-testbed ablation-testbed" >&2; exit 2 ;;
     esac
 done
