@@ -68,6 +68,12 @@ pub struct IterationRecord {
     pub decide_cpu_s: f64,
     /// Model evaluations the proposal used.
     pub model_evaluations: usize,
+    /// CPU seconds the model's evaluations of this decision took, summed over the model pool's
+    /// threads. Not deterministic.
+    pub model_cpu_s: f64,
+    /// CPU seconds pktsim took to produce this interval on the same window the model scored
+    /// (NaN on the testbed). Not deterministic.
+    pub sim_cpu_s: f64,
     /// Why the next configuration was chosen.
     pub reason: String,
 }
@@ -143,8 +149,8 @@ pub struct DecideTime {
     pub model_s: f64,
 }
 
-/// CPU time of the calling thread, seconds.
-fn thread_cpu_s() -> f64 {
+/// CPU time of the calling thread, seconds (NaN if the clock cannot be read).
+pub(crate) fn thread_cpu_s() -> f64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
@@ -264,7 +270,8 @@ pub fn run_tuner(
             setup.context.clone(),
             m.workload.clone(),
             pool.clone(),
-        );
+        )
+        .with_cpu_clock(Arc::new(|| (thread_cpu_s() * 1e9) as u64));
         let row = match step.phase() {
             Phase::WarmUp { window, .. } => window,
             Phase::Control => records.len(),
@@ -291,6 +298,8 @@ pub fn run_tuner(
             decide_wall_s: time.wall_s,
             decide_cpu_s: time.cpu_s,
             model_evaluations: d.record.proposal.as_ref().map_or(0, |p| p.model_evaluations),
+            model_cpu_s: model.cpu_seconds(),
+            sim_cpu_s: m.sim_cpu_s,
             reason: d.reason.text.clone(),
         };
         match d.record.phase {

@@ -444,6 +444,8 @@ mod tests {
             decide_wall_s: 0.0,
             decide_cpu_s: 0.0,
             model_evaluations: 0,
+            model_cpu_s: 0.0,
+            sim_cpu_s: f64::NAN,
             reason: String::new(),
         }
     }

@@ -19,6 +19,9 @@ pub struct Interval {
     pub sli: SliVector,
     /// The interval's flows, starting at time 0.
     pub workload: Arc<Workload>,
+    /// CPU seconds a packet-level simulator took to produce the interval (pktsim's replay on
+    /// the measuring thread); NaN for a ground that is not a simulator.
+    pub sim_cpu_s: f64,
 }
 
 /// Where measurements come from.
@@ -123,8 +126,14 @@ impl Ground for PktsimGround {
     }
     fn measure(&mut self, index: u64, config: &NetworkConfig) -> Result<Interval, EvalError> {
         let workload = Arc::new(self.traffic.interval(index, self.seed)?);
+        let c0 = crate::closed_loop::thread_cpu_s();
         let sli = self.replay(workload.clone(), config, index)?;
-        Ok(Interval { sli, workload })
+        let sim_cpu_s = crate::closed_loop::thread_cpu_s() - c0;
+        Ok(Interval {
+            sli,
+            workload,
+            sim_cpu_s,
+        })
     }
 }
 
@@ -194,6 +203,7 @@ impl Ground for TestbedGround {
                 classes: r.summary.classes,
             },
             workload: Arc::new(w),
+            sim_cpu_s: f64::NAN,
         })
     }
 }

@@ -105,12 +105,37 @@ pub struct Summary {
     pub decide_wall_s: Spread,
     /// Mean CPU seconds of the deciding thread per control interval, outside the model's calls.
     pub decide_cpu_s: Spread,
+    /// The model's speed against pktsim per configuration in the controller's decisions
+    /// ([`run_speed`]; NaN on the testbed and for model-free tuners).
+    pub model_speed: Spread,
 }
 
 /// Whether an interval met its SLOs: some class was measured and every measured class met its
 /// SLO (`ratios` from [`RunTrace::judged_ratios`]).
 pub fn slos_met(ratios: &[f64]) -> bool {
     !ratios.is_empty() && ratios.iter().all(|v| *v <= 1.0)
+}
+
+/// The model's speed against pktsim in one decision: pktsim's CPU seconds for the interval
+/// (`sim_cpu_s`) over the model's CPU seconds per configuration it scored on the same window
+/// in the decision (`model_cpu_s / evaluations`), so the window's planning and the
+/// controller's own call pattern (a first batch, then small ones) are in it. NaN when the
+/// decision scored nothing or either time is unknown.
+pub fn speed_ratio(sim_cpu_s: f64, model_cpu_s: f64, evaluations: usize) -> f64 {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if evaluations == 0 || !positive(sim_cpu_s) || !positive(model_cpu_s) {
+        return f64::NAN;
+    }
+    sim_cpu_s / (model_cpu_s / evaluations as f64)
+}
+
+/// The median [`speed_ratio`] over a run's decisions (NaN when none has one).
+pub fn run_speed(records: &[IterationRecord]) -> f64 {
+    let v: Vec<f64> = records
+        .iter()
+        .map(|r| speed_ratio(r.sim_cpu_s, r.model_cpu_s, r.model_evaluations))
+        .collect();
+    Spread::of(&v).median
 }
 
 /// Min-max fairness of the per-class mean ratio over the last `last` intervals (`ratios[t][c]`;
@@ -242,6 +267,7 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
             };
             let decide_wall = mean_of(|r| r.decide_wall_s);
             let decide_cpu = mean_of(|r| r.decide_cpu_s);
+            let speed: Vec<f64> = runs.iter().map(|t| run_speed(&t.records)).collect();
             let minutes: Vec<f64> = conv.iter().map(|c| c * interval_s / 60.0).collect();
             Summary {
                 tuner: name.to_string(),
@@ -256,6 +282,7 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
                 violations: Spread::of(&viol),
                 decide_wall_s: Spread::of(&decide_wall),
                 decide_cpu_s: Spread::of(&decide_cpu),
+                model_speed: Spread::of(&speed),
             }
         })
         .collect()
@@ -264,12 +291,12 @@ pub fn summarise(traces: &[RunTrace], interval_s: f64) -> Vec<Summary> {
 /// The Markdown table of `summaries` (median over seeds, min–max in parentheses).
 pub fn markdown(summaries: &[Summary]) -> String {
     let mut s = format!(
-        "| tuner | converged runs | convergence iteration | convergence (min of control time) | regret | fairness | fairness (mean r, last {FAIRNESS_TAIL}) | final J | violating intervals | decide s / iteration (wall) | decide s / iteration (CPU) |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| tuner | converged runs | convergence iteration | convergence (min of control time) | regret | fairness | fairness (mean r, last {FAIRNESS_TAIL}) | final J | violating intervals | decide s / iteration (wall) | decide s / iteration (CPU) | model speed (× pktsim, CPU per configuration) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for m in summaries {
         let _ = writeln!(
             s,
-            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             m.tuner,
             m.converged,
             m.runs,
@@ -282,6 +309,7 @@ pub fn markdown(summaries: &[Summary]) -> String {
             m.violations.cell(0),
             m.decide_wall_s.cell(2),
             m.decide_cpu_s.cell(2),
+            m.model_speed.cell(0),
         );
     }
     s
@@ -361,7 +389,7 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
     for d in &cats {
         let _ = write!(s, ",cc_{}", d.name());
     }
-    s += ",objective,model_evaluations,reason,decide_wall_s,decide_cpu_s\n";
+    s += ",objective,model_evaluations,reason,decide_wall_s,decide_cpu_s,model_cpu_s,pktsim_cpu_s\n";
     for t in &res.traces {
         // Warm-up windows first, numbered −W … −1; control iterations from 0.
         let w = t.warmup.len() as i64;
@@ -403,12 +431,14 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
             }
             let _ = writeln!(
                 s,
-                ",{:.4},{},\"{}\",{:.4},{:.4}",
+                ",{:.4},{},\"{}\",{:.4},{:.4},{:.6},{:.6}",
                 r.objective,
                 r.model_evaluations,
                 r.reason.replace('"', "'"),
                 r.decide_wall_s,
-                r.decide_cpu_s
+                r.decide_cpu_s,
+                r.model_cpu_s,
+                r.sim_cpu_s
             );
         }
     }
@@ -418,12 +448,12 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
 /// CSV of the summaries.
 pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
     let mut s = String::from(
-        "scenario,tuner,runs,converged,convergence_median,convergence_min,convergence_max,minutes_median,regret_median,regret_min,regret_max,fairness_median,final_objective_median,violations_median,decide_wall_s_median,decide_cpu_s_median,tail_fairness_median\n",
+        "scenario,tuner,runs,converged,convergence_median,convergence_min,convergence_max,minutes_median,regret_median,regret_min,regret_max,fairness_median,final_objective_median,violations_median,decide_wall_s_median,decide_cpu_s_median,tail_fairness_median,model_speed_median\n",
     );
     for m in summaries {
         let _ = writeln!(
             s,
-            "{label},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.4},{:.4},{:.3}",
+            "{label},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.4},{:.4},{:.3},{:.0}",
             m.tuner,
             m.runs,
             m.converged,
@@ -439,7 +469,8 @@ pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
             m.violations.median,
             m.decide_wall_s.median,
             m.decide_cpu_s.median,
-            m.tail_fairness.median
+            m.tail_fairness.median,
+            m.model_speed.median
         );
     }
     s
@@ -479,11 +510,39 @@ mod tests {
                     decide_wall_s: 0.0,
                     decide_cpu_s: 0.0,
                     model_evaluations: 0,
+                    model_cpu_s: 0.0,
+                    sim_cpu_s: f64::NAN,
                     reason: String::new(),
                 })
                 .collect(),
             warmup: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_model_speed_is_the_median_decision_and_skips_decisions_without_both_times() {
+        let mut t = trace(
+            "a",
+            0,
+            &[(0.5, 0.5, 1.0), (0.5, 0.5, 1.0), (0.5, 0.5, 1.0), (0.5, 0.5, 1.0)],
+        );
+        // pktsim 1 s per interval; the model 1, 2 and 4 ms per configuration; the last decision
+        // scored nothing.
+        for (r, (model, evals)) in t.records.iter_mut().zip([(0.1, 100), (0.2, 100), (0.4, 100), (0.0, 0)]) {
+            r.sim_cpu_s = 1.0;
+            r.model_cpu_s = model;
+            r.model_evaluations = evals;
+        }
+        assert!((run_speed(&t.records) - 500.0).abs() < 1e-9);
+        assert!(
+            speed_ratio(f64::NAN, 0.1, 100).is_nan(),
+            "the testbed has no pktsim time"
+        );
+        assert!(speed_ratio(1.0, 0.0, 100).is_nan());
+        for r in &mut t.records {
+            r.sim_cpu_s = f64::NAN;
+        }
+        assert!(run_speed(&t.records).is_nan());
     }
 
     #[test]

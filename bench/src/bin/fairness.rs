@@ -2,7 +2,9 @@
 //! fairness of the per-class mean ratio over the last N control intervals of every run (what
 //! `eval` writes as "fairness (mean r, last 10)") and the controller's own decision time per
 //! control interval (`decide_wall_s`, `decide_cpu_s`): median and max over every interval of
-//! every run — the figures docs/evaluation.md quotes.
+//! every run — the figures docs/evaluation.md quotes — and the model's speed against pktsim in
+//! those decisions (pktsim's CPU time for the interval over the model's CPU time per
+//! configuration it scored on that window): median and min over every decision.
 //!
 //! `cargo run --release -p polyphony-bench --bin fairness -- docs/results/convergence/iterations.csv`
 
@@ -14,7 +16,7 @@ use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
-    about = "Fairness of the per-class mean p99/SLO over each run's last intervals, and decision time per interval, from iterations.csv files"
+    about = "Fairness of the per-class mean p99/SLO over each run's last intervals, decision time per interval and the model's speed against pktsim in each decision, from iterations.csv files"
 )]
 struct Args {
     /// `iterations.csv` files written by `eval`.
@@ -46,7 +48,7 @@ fn run() -> Result<()> {
         let runs = iterations::read(file)?;
         println!("## {}\n", file.display());
         println!(
-            "| scenario | tuner | runs | fairness (mean r, last {}) | noise-only fairness | decide s wall: median · max | decide s CPU: median · max |\n|---|---|---|---|---|---|---|",
+            "| scenario | tuner | runs | fairness (mean r, last {}) | noise-only fairness | decide s wall: median · max | decide s CPU: median · max | model speed × pktsim: median · min |\n|---|---|---|---|---|---|---|---|",
             args.last
         );
         let mut keys: Vec<(&str, &str)> = Vec::new();
@@ -68,8 +70,15 @@ fn run() -> Result<()> {
                     format!("{:.3} · {:.3}", s.median, s.max)
                 }
             };
+            let speed: Vec<f64> = mine.iter().flat_map(|r| r.speed.iter().copied()).collect();
+            let speed = Spread::of(&speed);
+            let speed = if speed.median.is_nan() {
+                "not in the file".to_string()
+            } else {
+                format!("{:.0} · {:.0}", speed.median, speed.min)
+            };
             println!(
-                "| {sc} | {tu} | {} | {} | {} | {} | {} |",
+                "| {sc} | {tu} | {} | {} | {} | {} | {} | {speed} |",
                 v.len(),
                 Spread::of(&v).cell(2),
                 Spread::of(&noise).cell(2),

@@ -6,7 +6,8 @@
 //! across a rayon pool).
 //!
 //! No file and no clock: the CDFs are the shipped ones, and a caller that wants the model's
-//! time passes its own clock ([`WindowModel::with_clock`]).
+//! time passes its own clocks ([`WindowModel::with_clock`] for wall time,
+//! [`WindowModel::with_cpu_clock`] for CPU time on the pool's threads).
 
 use crate::error::ModelError;
 use crate::model::{ModelInput, NetworkModel};
@@ -181,7 +182,8 @@ pub fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
     }))
 }
 
-/// A monotonic clock in nanoseconds, supplied by a caller that wants the model's time.
+/// A monotonic clock in nanoseconds, supplied by a caller that wants the model's time. As a CPU
+/// clock ([`WindowModel::with_cpu_clock`]) it reads the CPU time of the thread that calls it.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// A [`PerformanceModel`] over one workload window.
@@ -192,6 +194,8 @@ pub struct WindowModel {
     pool: Arc<rayon::ThreadPool>,
     clock: Option<Clock>,
     nanos: AtomicU64,
+    cpu_clock: Option<Clock>,
+    cpu_nanos: AtomicU64,
     calls: AtomicU64,
 }
 
@@ -210,6 +214,8 @@ impl WindowModel {
             pool,
             clock: None,
             nanos: AtomicU64::new(0),
+            cpu_clock: None,
+            cpu_nanos: AtomicU64::new(0),
             calls: AtomicU64::new(0),
         }
     }
@@ -220,9 +226,23 @@ impl WindowModel {
         self
     }
 
+    /// Accumulates the CPU time the model's evaluations take on the pool's threads, read with
+    /// `clock`, a per-thread CPU clock (such as `CLOCK_THREAD_CPUTIME_ID`): each thread reads it
+    /// around its own share of a batch, so the sum is the model's CPU time wherever it ran.
+    pub fn with_cpu_clock(mut self, clock: Clock) -> WindowModel {
+        self.cpu_clock = Some(clock);
+        self
+    }
+
     /// Time spent in `predict` so far, seconds (0 without a clock).
     pub fn seconds(&self) -> f64 {
         self.nanos.load(Ordering::Relaxed) as f64 * 1e-9
+    }
+
+    /// CPU time the model's evaluations took so far, summed over the pool's threads, seconds
+    /// (0 without a CPU clock).
+    pub fn cpu_seconds(&self) -> f64 {
+        self.cpu_nanos.load(Ordering::Relaxed) as f64 * 1e-9
     }
 
     /// Configurations scored so far.
@@ -240,7 +260,14 @@ impl PerformanceModel for WindowModel {
         let results: Vec<_> = self.pool.install(|| {
             configs
                 .par_chunks(chunk)
-                .flat_map_iter(|c| self.model.evaluate(&input, c))
+                .flat_map_iter(|c| {
+                    let c0 = self.cpu_clock.as_ref().map(|k| k());
+                    let out = self.model.evaluate(&input, c);
+                    if let (Some(k), Some(c0)) = (&self.cpu_clock, c0) {
+                        self.cpu_nanos.fetch_add(k().saturating_sub(c0), Ordering::Relaxed);
+                    }
+                    out
+                })
                 .collect()
         });
         if let (Some(c), Some(t0)) = (&self.clock, t0) {
@@ -309,6 +336,32 @@ mod tests {
         assert_eq!(scored(ModelKind::default()), corrected);
         assert_ne!(corrected, direct(), "the correction changes flowsim's p99");
         assert_eq!(scored(ModelKind::FlowSimAggregate), direct());
+    }
+
+    #[test]
+    fn the_cpu_clock_is_read_around_every_thread_share_of_a_batch() {
+        let (traffic, w) = window();
+        let configs = vec![poor_config(&traffic.scenario); 5];
+        // A clock that advances 1 µs per read, on whichever thread reads it.
+        let reads = Arc::new(AtomicU64::new(0));
+        let r = reads.clone();
+        let clock: Clock = Arc::new(move || 1000 * r.fetch_add(1, Ordering::Relaxed));
+        let m = WindowModel::new(
+            ModelKind::FlowSimAggregate.model().expect("model"),
+            traffic.context.clone(),
+            w,
+            pool(2),
+        )
+        .with_cpu_clock(clock);
+        assert_eq!(m.cpu_seconds(), 0.0);
+        m.predict(&configs, 1).expect("SLIs");
+        // Two threads' shares, one read before and one after each: 2 reads per share.
+        let n = reads.load(Ordering::Relaxed);
+        assert_eq!(n, 4, "two shares of the batch, each timed once");
+        // Each share's two reads are 1–3 µs apart (the other share's reads may fall between).
+        let us = m.cpu_seconds() * 1e6;
+        assert!((2.0 - 1e-9..=4.0 + 1e-9).contains(&us), "{us} µs");
+        assert_eq!(m.evaluations(), 5);
     }
 
     #[test]
