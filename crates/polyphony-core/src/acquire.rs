@@ -5,7 +5,10 @@
 //!    random points of the trust region (or of the whole space without one) are scored in a
 //!    single model call (common random numbers: one `crn_seed` for the whole proposal).
 //! 2. The best few distinct starts are refined with argmin (Nelder–Mead, or L-BFGS with a
-//!    forward-difference gradient whose D+1 points go to the model as one batch).
+//!    forward-difference gradient whose D+1 points go to the model as one batch). Nelder–Mead
+//!    scores one point per step; the starts' initial simplices go to the model as one batch
+//!    beforehand (`Evaluator::prefetch`), since a model scores a batch of one configuration
+//!    at several times the cost per configuration of a full batch.
 //! 3. Every evaluated configuration is cached by its rounded physical value (integer knobs
 //!    make plateaus; a plateau is evaluated once); the answer is the best cached point. If no
 //!    point has EI above the floor, the lowest ĝ inside the trust region is proposed instead.
@@ -156,6 +159,8 @@ struct Evaluator<'a> {
     ctx: &'a AcqContext<'a>,
     cache: RefCell<HashMap<Vec<u64>, Scored>>,
     order: RefCell<Vec<Vec<u64>>>,
+    /// Model SLIs of configurations not yet scored ([`Evaluator::prefetch`]), by key.
+    prefetched: RefCell<HashMap<Vec<u64>, SliVector>>,
     evaluations: RefCell<usize>,
     calls: RefCell<usize>,
     stood_in: RefCell<Vec<String>>,
@@ -172,6 +177,7 @@ impl<'a> Evaluator<'a> {
             ctx,
             cache: RefCell::new(HashMap::new()),
             order: RefCell::new(Vec::new()),
+            prefetched: RefCell::new(HashMap::new()),
             evaluations: RefCell::new(0),
             calls: RefCell::new(0),
             stood_in: RefCell::new(Vec::new()),
@@ -213,15 +219,75 @@ impl<'a> Evaluator<'a> {
             .collect()
     }
 
+    /// Sends the configurations of `zs` that are neither scored nor prefetched to the model in
+    /// one call and keeps their SLIs for when they are scored: the refine starts' initial
+    /// simplices, which Nelder–Mead would otherwise score one call per vertex (a batch of one
+    /// costs the model several times more per configuration than a full batch). What is scored,
+    /// in which order, and every value is unchanged: SLIs do not depend on the batch they come
+    /// in. A configuration that cannot be built, or a failed call, is left to [`Self::score`],
+    /// which reports it.
+    fn prefetch(&self, zs: &[Vec<f64>]) {
+        let c = self.ctx;
+        let Some(m) = c.model else { return };
+        if self.error.borrow().is_some() {
+            return;
+        }
+        let (mut keys, mut configs) = (Vec::new(), Vec::new());
+        for z in zs {
+            let x = c.space.point_of(z);
+            let Ok((cfg, xr)) = c
+                .space
+                .config_of(&x, c.base)
+                .and_then(|cfg| c.space.point_of_config(&cfg).map(|xr| (cfg, xr)))
+            else {
+                continue;
+            };
+            let k = key_of(&xr);
+            if self.cache.borrow().contains_key(&k) || self.prefetched.borrow().contains_key(&k) || keys.contains(&k) {
+                continue;
+            }
+            keys.push(k);
+            configs.push(cfg);
+        }
+        if configs.is_empty() {
+            return;
+        }
+        *self.calls.borrow_mut() += 1;
+        *self.evaluations.borrow_mut() += configs.len();
+        if let Ok(v) = m.predict(&configs, c.crn_seed) {
+            if v.len() == configs.len() {
+                self.prefetched.borrow_mut().extend(keys.into_iter().zip(v));
+            }
+        }
+    }
+
     fn evaluate(&self, fresh: Vec<(Vec<u64>, Vec<f64>, NetworkConfig)>) {
         let c = self.ctx;
-        let configs: Vec<NetworkConfig> = fresh.iter().map(|(_, _, cfg)| cfg.clone()).collect();
         let slis: Vec<Option<SliVector>> = match c.model {
             Some(m) => {
-                *self.calls.borrow_mut() += 1;
-                *self.evaluations.borrow_mut() += configs.len();
-                match m.predict(&configs, c.crn_seed) {
-                    Ok(v) if v.len() == configs.len() => v.into_iter().map(Some).collect(),
+                // Prefetched SLIs first; the model is called for the rest only.
+                let known: Vec<Option<SliVector>> = {
+                    let mut pre = self.prefetched.borrow_mut();
+                    fresh.iter().map(|(k, _, _)| pre.remove(k)).collect()
+                };
+                let configs: Vec<NetworkConfig> = fresh
+                    .iter()
+                    .zip(&known)
+                    .filter(|(_, s)| s.is_none())
+                    .map(|((_, _, cfg), _)| cfg.clone())
+                    .collect();
+                let predicted = if configs.is_empty() {
+                    Ok(Vec::new())
+                } else {
+                    *self.calls.borrow_mut() += 1;
+                    *self.evaluations.borrow_mut() += configs.len();
+                    m.predict(&configs, c.crn_seed)
+                };
+                match predicted {
+                    Ok(v) if v.len() == configs.len() => {
+                        let mut v = v.into_iter();
+                        known.into_iter().map(|s| s.or_else(|| v.next())).collect()
+                    }
                     Ok(v) => {
                         self.error
                             .borrow_mut()
@@ -238,7 +304,7 @@ impl<'a> Evaluator<'a> {
                     }
                 }
             }
-            None => vec![None; configs.len()],
+            None => vec![None; fresh.len()],
         };
         let nf = c.space.n_features();
         let feats = Array2::from_shape_fn((fresh.len(), nf), |(i, j)| c.space.features(&fresh[i].1)[j]);
@@ -463,6 +529,28 @@ fn initial_design(ctx: &AcqContext<'_>, ev: &Evaluator<'_>) -> Result<AcqOutcome
     })
 }
 
+/// Nelder–Mead's initial simplex around `z0`: `z0` and one vertex per coordinate, 0.1 along a
+/// hypercube coordinate (inward at the upper edge), 0.3 along a simplex logit, one choice away
+/// on a categorical one.
+fn initial_simplex(space: &Space, z0: &[f64]) -> Vec<Vec<f64>> {
+    let nh = space.n_hypercube();
+    let mut simplex = vec![z0.to_vec()];
+    for i in 0..z0.len() {
+        let mut v = z0.to_vec();
+        match space.choices_at(i) {
+            // A categorical vertex one choice away: the simplex can move the choice, the
+            // objective sees the rounded point.
+            Some(k) => v[i] += if v[i] + 1.0 > (k - 1) as f64 { -1.0 } else { 1.0 },
+            None => {
+                let step = if i < nh { 0.1 } else { 0.3 };
+                v[i] += if i < nh && v[i] + step > 1.0 { -step } else { step };
+            }
+        }
+        simplex.push(v);
+    }
+    simplex
+}
+
 /// Runs the acquisition. `extra` are additional starting points (points, not opt vectors).
 pub fn acquire(
     ctx: &AcqContext<'_>,
@@ -505,24 +593,16 @@ pub fn acquire(
             chosen.push(starts[i].clone());
         }
     }
+    if p.acq_solver == LocalSolver::NelderMead {
+        // Every start's initial simplex to the model in one batch (its vertices are scored
+        // when each solver starts, in the same order as without it).
+        let vertices: Vec<Vec<f64>> = chosen.iter().flat_map(|z0| initial_simplex(ctx.space, z0)).collect();
+        ev.prefetch(&vertices);
+    }
     for z0 in chosen {
         match p.acq_solver {
             LocalSolver::NelderMead => {
-                let nh = ctx.space.n_hypercube();
-                let mut simplex = vec![z0.clone()];
-                for i in 0..z0.len() {
-                    let mut v = z0.clone();
-                    match ctx.space.choices_at(i) {
-                        // A categorical vertex one choice away: the simplex can move the choice,
-                        // the objective sees the rounded point.
-                        Some(k) => v[i] += if v[i] + 1.0 > (k - 1) as f64 { -1.0 } else { 1.0 },
-                        None => {
-                            let step = if i < nh { 0.1 } else { 0.3 };
-                            v[i] += if i < nh && v[i] + step > 1.0 { -step } else { step };
-                        }
-                    }
-                    simplex.push(v);
-                }
+                let simplex = initial_simplex(ctx.space, &z0);
                 let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7);
                 if let Ok(solver) = solver {
                     let r = Executor::new(
@@ -785,11 +865,21 @@ mod tests {
     /// One acquisition from the default start with a compliant g_best = 0.9, under a constant
     /// log residual N(0, σ²), with the safety rule at `safe` σ (or off).
     fn acquire_with(sigma: f64, safe: Option<f64>) -> (AcqOutcome, f64) {
-        let classes = vec![
+        let model = Slope { classes: classes() };
+        acquire_on(&model, sigma, safe)
+    }
+
+    fn classes() -> Vec<TrafficClass> {
+        vec![
             TrafficClass::new("AF11", Dscp::AF11, 10.0),
             TrafficClass::new("AF21", Dscp::AF21, 13.0),
             TrafficClass::new("AF31", Dscp::AF31, 17.0),
-        ];
+        ]
+    }
+
+    /// [`acquire_with`] on `model`.
+    fn acquire_on(model: &dyn PerformanceModel, sigma: f64, safe: Option<f64>) -> (AcqOutcome, f64) {
+        let classes = classes();
         let params = ControllerParams::default();
         let objective = Objective::new(&classes, params.lse_sharpness, params.fairness_weight).unwrap();
         let dscps: Vec<Dscp> = classes.iter().map(|c| c.dscp).collect();
@@ -797,15 +887,12 @@ mod tests {
         let base = default_initial(&classes);
         let centre = space.point_of_config(&base).unwrap();
         let surrogate = Surrogate::constant(0.0, sigma, SurrogateStatus::Disabled);
-        let model = Slope {
-            classes: classes.clone(),
-        };
         let ctx = AcqContext {
             space: &space,
             base: &base,
             objective: &objective,
             surrogate: &surrogate,
-            model: Some(&model),
+            model: Some(model),
             crn_seed: 1,
             centre: &centre,
             radius: Some(0.3),
@@ -839,5 +926,50 @@ mod tests {
         let (narrow_free, _) = acquire_with(0.05, None);
         assert!(ucb < 1.0 && !narrow.safe, "{ucb}");
         assert_eq!(narrow.best.x, narrow_free.best.x);
+    }
+
+    /// [`Slope`], with every call's batch size recorded; with `refuse_call`, that call (0-based)
+    /// fails.
+    struct Recorded {
+        inner: Slope,
+        sizes: std::sync::Mutex<Vec<usize>>,
+        refuse_call: Option<usize>,
+    }
+
+    impl PerformanceModel for Recorded {
+        fn predict(&self, configs: &[NetworkConfig], crn: u64) -> Result<Vec<SliVector>, ModelError> {
+            let mut sizes = self.sizes.lock().unwrap();
+            sizes.push(configs.len());
+            if self.refuse_call == Some(sizes.len() - 1) {
+                return Err(ModelError("refused".into()));
+            }
+            self.inner.predict(configs, crn)
+        }
+    }
+
+    #[test]
+    fn the_initial_simplices_go_to_the_model_in_one_batch_and_change_no_choice() {
+        let recorded = |refuse_call| Recorded {
+            inner: Slope { classes: classes() },
+            sizes: std::sync::Mutex::new(Vec::new()),
+            refuse_call,
+        };
+        let batched = recorded(None);
+        let (out, _) = acquire_on(&batched, 0.05, None);
+        let sizes = batched.sizes.lock().unwrap().clone();
+        // The first batch (starts and random candidates), then every start's simplex at once:
+        // up to 3 starts × 10 vertices on the nine-knob space, fewer where they coincide.
+        assert!(sizes[0] >= 64, "{sizes:?}");
+        assert!((10..=30).contains(&sizes[1]), "{sizes:?}");
+        assert_eq!(out.calls, sizes.len());
+        // With the simplex batch refused, every vertex is scored when its solver starts (the
+        // path without the batch): the same proposal, from as many configurations.
+        let one_by_one = recorded(Some(1));
+        let (same, _) = acquire_on(&one_by_one, 0.05, None);
+        let singles = one_by_one.sizes.lock().unwrap().clone();
+        assert!(singles.len() > sizes.len() + 8, "{singles:?}");
+        assert_eq!(same.best, out.best);
+        assert_eq!((same.exploit, same.safe), (out.exploit, out.safe));
+        assert_eq!(same.evaluations - singles[1], out.evaluations);
     }
 }
