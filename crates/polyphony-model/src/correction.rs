@@ -747,6 +747,9 @@ impl NetworkModel for Corrected {
     fn name(&self) -> &'static str {
         "flowsim-corrected"
     }
+    fn batch_quantum(&self) -> usize {
+        self.flowsim.batch_quantum()
+    }
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
         let mut outs = features(&self.flowsim, input, configs);
         // The whole batch's rows at once: the forest walks them tree by tree.

@@ -106,6 +106,13 @@ pub trait NetworkModel: Send + Sync {
     fn name(&self) -> &'static str;
     /// Evaluates every configuration on the same input.
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>>;
+    /// The group of configurations the model evaluates together (flowsim: its 16 vector
+    /// lanes): a caller that splits a batch, across threads say, keeps each part a multiple of
+    /// it, since a part's last partial group costs as much as a full one. Results never depend
+    /// on the split. 1 (the default): any split.
+    fn batch_quantum(&self) -> usize {
+        1
+    }
 }
 
 /// The congestion-control algorithms the models simulate.

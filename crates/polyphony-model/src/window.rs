@@ -255,8 +255,10 @@ impl PerformanceModel for WindowModel {
     fn predict(&self, configs: &[NetworkConfig], crn_seed: u64) -> Result<Vec<SliVector>, polyphony_spec::ModelError> {
         let t0 = self.clock.as_ref().map(|c| c());
         let input = self.context.input(self.workload.clone(), crn_seed);
+        // One part per thread, each a whole number of the model's groups.
         let threads = self.pool.current_num_threads().max(1);
-        let chunk = configs.len().div_ceil(threads).max(1);
+        let q = self.model.batch_quantum().max(1);
+        let chunk = configs.len().div_ceil(threads).div_ceil(q).max(1) * q;
         let results: Vec<_> = self.pool.install(|| {
             configs
                 .par_chunks(chunk)
@@ -341,7 +343,8 @@ mod tests {
     #[test]
     fn the_cpu_clock_is_read_around_every_thread_share_of_a_batch() {
         let (traffic, w) = window();
-        let configs = vec![poor_config(&traffic.scenario); 5];
+        // 20 on two threads: parts of 16 and 4 (whole lane groups first).
+        let configs = vec![poor_config(&traffic.scenario); 20];
         // A clock that advances 1 µs per read, on whichever thread reads it.
         let reads = Arc::new(AtomicU64::new(0));
         let r = reads.clone();
@@ -361,7 +364,59 @@ mod tests {
         // Each share's two reads are 1–3 µs apart (the other share's reads may fall between).
         let us = m.cpu_seconds() * 1e6;
         assert!((2.0 - 1e-9..=4.0 + 1e-9).contains(&us), "{us} µs");
-        assert_eq!(m.evaluations(), 5);
+        assert_eq!(m.evaluations(), 20);
+    }
+
+    /// flowsim, with the size of every part of a batch it is given recorded.
+    struct Parts {
+        sizes: std::sync::Mutex<Vec<usize>>,
+    }
+
+    impl NetworkModel for Parts {
+        fn name(&self) -> &'static str {
+            "parts"
+        }
+        fn evaluate(
+            &self,
+            input: &ModelInput,
+            configs: &[NetworkConfig],
+        ) -> Vec<Result<crate::ModelOutput, ModelError>> {
+            self.sizes.lock().expect("sizes").push(configs.len());
+            FlowSim::default().evaluate(input, configs)
+        }
+        fn batch_quantum(&self) -> usize {
+            FlowSim::default().batch_quantum()
+        }
+    }
+
+    #[test]
+    fn a_batch_is_split_across_threads_in_whole_groups_of_the_model() {
+        let (traffic, w) = window();
+        assert_eq!(FlowSim::default().batch_quantum(), 16);
+        assert_eq!(
+            crate::correction::Corrected::shipped()
+                .expect("shipped")
+                .batch_quantum(),
+            16
+        );
+        let parts = Arc::new(Parts {
+            sizes: std::sync::Mutex::new(Vec::new()),
+        });
+        let m = WindowModel::new(parts.clone(), traffic.context.clone(), w.clone(), pool(2));
+        let configs = vec![poor_config(&traffic.scenario); 48];
+        let split = m.predict(&configs, 1).expect("SLIs");
+        // 48 on two threads: 32 and 16, not 24 and 24 (8 idle lanes each).
+        let mut sizes = parts.sizes.lock().expect("sizes").clone();
+        sizes.sort_unstable();
+        assert_eq!(sizes, vec![16, 32]);
+        // The split changes no result.
+        let whole = WindowModel::new(
+            ModelKind::FlowSimAggregate.model().expect("model"),
+            traffic.context.clone(),
+            w,
+            pool(1),
+        );
+        assert_eq!(split, whole.predict(&configs, 1).expect("SLIs"));
     }
 
     #[test]

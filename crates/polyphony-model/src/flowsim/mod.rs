@@ -402,6 +402,9 @@ impl NetworkModel for FlowSim {
     fn name(&self) -> &'static str {
         "flowsim-aggregate"
     }
+    fn batch_quantum(&self) -> usize {
+        aggregate::LANES
+    }
     fn evaluate(&self, input: &ModelInput, configs: &[NetworkConfig]) -> Vec<Result<ModelOutput, ModelError>> {
         match self.plans.get(input, plan) {
             Ok(p) => self.run_aggregate(input, &p.plan, p.agg(input), configs),
