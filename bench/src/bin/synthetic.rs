@@ -50,7 +50,8 @@ fn main() -> Result<()> {
     params.acq_solver = match a.solver.as_str() {
         "nelder-mead" => LocalSolver::NelderMead,
         "lbfgs" => LocalSolver::LbfgsFiniteDiff,
-        s => anyhow::bail!("--solver {s:?}: use nelder-mead or lbfgs"),
+        "batched" => LocalSolver::Batched,
+        s => anyhow::bail!("--solver {s:?}: use nelder-mead, lbfgs or batched"),
     };
     params.validate()?;
     if !(a.noise.is_finite() && a.noise >= 0.0) {

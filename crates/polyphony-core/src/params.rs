@@ -15,6 +15,10 @@ pub enum LocalSolver {
     /// argmin's L-BFGS with a forward finite-difference gradient (one batch of D+1 model
     /// evaluations per gradient).
     LbfgsFiniteDiff,
+    /// A batched (1+λ) local search: each round draws λ = 16 Gaussian steps around every
+    /// start, scores all of them in one model call, moves each start to its best draw if that
+    /// improves it and halves its step otherwise (4 rounds).
+    Batched,
 }
 
 /// All controller hyperparameters. `Default` gives the documented defaults.
