@@ -21,7 +21,7 @@ struct Args {
     /// Comma-separated tuners (default: all).
     #[arg(long, value_delimiter = ',')]
     tuners: Vec<String>,
-    /// Local solver of the acquisition: nelder-mead or lbfgs.
+    /// Local solver of the acquisition: nelder-mead, lbfgs or batched.
     #[arg(long, default_value = "nelder-mead")]
     solver: String,
     /// Measurement noise σ (log-normal).
