@@ -126,6 +126,7 @@ fn daemon_and_bench_drivers_decide_identically_on_one_observation_sequence() {
         let interval = Interval {
             sli,
             workload: m.workload.clone(),
+            sim_cpu_s: f64::NAN,
         };
         let (b, _time) =
             closed_loop::decide(&mut bench, &config, &interval, index, &window_model(m.workload.clone())).unwrap();
