@@ -7,7 +7,7 @@
 
 use crate::ground::{Ground, Interval};
 use crate::tuners::{holds_its_configuration, initial_config, make_study_tuner};
-use crate::EvalError;
+use crate::{thread_cpu_s, EvalError};
 use polyphony_core::step::warmup_design;
 use polyphony_core::{ControlStep, ControllerParams, CoreError, Decision, Phase, StepInput, StepPolicy, Tuner};
 use polyphony_model::NetworkModel;
@@ -147,17 +147,6 @@ pub struct DecideTime {
     pub cpu_s: f64,
     /// Wall seconds inside the model's calls.
     pub model_s: f64,
-}
-
-/// CPU time of the calling thread, seconds (NaN if the clock cannot be read).
-pub(crate) fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// The model as the step sees it, with the wall and thread-CPU time of its calls added up.

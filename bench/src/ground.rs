@@ -126,9 +126,9 @@ impl Ground for PktsimGround {
     }
     fn measure(&mut self, index: u64, config: &NetworkConfig) -> Result<Interval, EvalError> {
         let workload = Arc::new(self.traffic.interval(index, self.seed)?);
-        let c0 = crate::closed_loop::thread_cpu_s();
+        let c0 = crate::thread_cpu_s();
         let sli = self.replay(workload.clone(), config, index)?;
-        let sim_cpu_s = crate::closed_loop::thread_cpu_s() - c0;
+        let sim_cpu_s = crate::thread_cpu_s() - c0;
         Ok(Interval {
             sli,
             workload,

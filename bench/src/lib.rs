@@ -72,6 +72,17 @@ impl EvalError {
     }
 }
 
+/// CPU time of the calling thread, seconds (NaN if the clock cannot be read).
+pub(crate) fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 /// Reads and validates a scenario file.
 pub fn load_scenario(path: &std::path::Path) -> anyhow::Result<polyphony_spec::Scenario> {
     use anyhow::Context;

@@ -185,18 +185,21 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// The configuration of optimisation vector `z`, the point of its rounded value and that
+    /// point's cache key.
+    fn keyed(&self, z: &[f64]) -> Result<(Vec<u64>, Vec<f64>, NetworkConfig), CoreError> {
+        let c = self.ctx;
+        let cfg = c.space.config_of(&c.space.point_of(z), c.base)?;
+        let xr = c.space.point_of_config(&cfg)?;
+        Ok((key_of(&xr), xr, cfg))
+    }
+
     /// Scores a batch of optimisation vectors with one model call; returns A_TR of each.
     fn score(&self, zs: &[Vec<f64>]) -> Vec<f64> {
-        let c = self.ctx;
         let mut keys = Vec::with_capacity(zs.len());
         let mut fresh: Vec<(Vec<u64>, Vec<f64>, NetworkConfig)> = Vec::new();
         for z in zs {
-            let x = c.space.point_of(z);
-            let made = c
-                .space
-                .config_of(&x, c.base)
-                .and_then(|cfg| c.space.point_of_config(&cfg).map(|xr| (cfg, xr)));
-            let (cfg, xr) = match made {
+            let (k, xr, cfg) = match self.keyed(z) {
                 Ok(v) => v,
                 Err(e) => {
                     self.error.borrow_mut().get_or_insert(e);
@@ -204,7 +207,6 @@ impl<'a> Evaluator<'a> {
                     continue;
                 }
             };
-            let k = key_of(&xr);
             if !self.cache.borrow().contains_key(&k) && !fresh.iter().any(|(fk, _, _)| *fk == k) {
                 fresh.push((k.clone(), xr, cfg));
             }
@@ -234,15 +236,9 @@ impl<'a> Evaluator<'a> {
         }
         let (mut keys, mut configs) = (Vec::new(), Vec::new());
         for z in zs {
-            let x = c.space.point_of(z);
-            let Ok((cfg, xr)) = c
-                .space
-                .config_of(&x, c.base)
-                .and_then(|cfg| c.space.point_of_config(&cfg).map(|xr| (cfg, xr)))
-            else {
+            let Ok((k, _, cfg)) = self.keyed(z) else {
                 continue;
             };
-            let k = key_of(&xr);
             if self.cache.borrow().contains_key(&k) || self.prefetched.borrow().contains_key(&k) || keys.contains(&k) {
                 continue;
             }
@@ -600,6 +596,37 @@ fn batched_search(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, starts: Vec<Vec<f64>
     }
 }
 
+/// Refines start `z0` with argmin's solver of `acq_solver` (Nelder–Mead or L-BFGS; nothing for
+/// the batched search, which is not argmin's); every point it tries goes through `ev`.
+fn refine(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, z0: Vec<f64>) {
+    let p = ctx.params;
+    match p.acq_solver {
+        LocalSolver::Batched => {}
+        LocalSolver::NelderMead => {
+            let simplex = initial_simplex(ctx.space, &z0);
+            let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7);
+            if let Ok(solver) = solver {
+                let r = Executor::new(Problem { ev, h: p.acq_fd_step }, solver)
+                    .configure(|s| s.max_iters(p.acq_max_iters))
+                    .run();
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "Nelder–Mead stopped early");
+                }
+            }
+        }
+        LocalSolver::LbfgsFiniteDiff => {
+            let ls = MoreThuenteLineSearch::new();
+            let solver = LBFGS::new(ls, 5);
+            let r = Executor::new(Problem { ev, h: p.acq_fd_step }, solver)
+                .configure(|s| s.param(z0).max_iters(p.acq_max_iters))
+                .run();
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "L-BFGS stopped early");
+            }
+        }
+    }
+}
+
 /// Runs the acquisition. `extra` are additional starting points (points, not opt vectors).
 pub fn acquire(
     ctx: &AcqContext<'_>,
@@ -642,64 +669,25 @@ pub fn acquire(
             chosen.push(starts[i].clone());
         }
     }
-    let chosen_for_argmin = if p.acq_solver == LocalSolver::Batched {
-        Vec::new()
-    } else {
-        chosen.clone()
-    };
-    if p.acq_solver == LocalSolver::NelderMead {
-        // Every start's initial simplex to the model in one batch (its vertices are scored
-        // when each solver starts, in the same order as without it).
-        let vertices: Vec<Vec<f64>> = chosen.iter().flat_map(|z0| initial_simplex(ctx.space, z0)).collect();
-        ev.prefetch(&vertices);
-    }
-    if p.acq_solver == LocalSolver::Batched {
-        batched_search(ctx, &ev, chosen, rng);
-        if let Some(e) = ev.error.borrow_mut().take() {
-            return Err(e);
-        }
-    }
-    for z0 in chosen_for_argmin {
-        match p.acq_solver {
-            LocalSolver::Batched => {}
-            LocalSolver::NelderMead => {
-                let simplex = initial_simplex(ctx.space, &z0);
-                let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7);
-                if let Ok(solver) = solver {
-                    let r = Executor::new(
-                        Problem {
-                            ev: &ev,
-                            h: p.acq_fd_step,
-                        },
-                        solver,
-                    )
-                    .configure(|s| s.max_iters(p.acq_max_iters))
-                    .run();
-                    if let Err(e) = r {
-                        tracing::debug!(error = %e, "Nelder–Mead stopped early");
-                    }
-                }
+    match p.acq_solver {
+        LocalSolver::Batched => batched_search(ctx, &ev, chosen, rng),
+        LocalSolver::NelderMead | LocalSolver::LbfgsFiniteDiff => {
+            if p.acq_solver == LocalSolver::NelderMead {
+                // Every start's initial simplex to the model in one batch (its vertices are
+                // scored when each solver starts, in the same order as without it).
+                let vertices: Vec<Vec<f64>> = chosen.iter().flat_map(|z0| initial_simplex(ctx.space, z0)).collect();
+                ev.prefetch(&vertices);
             }
-            LocalSolver::LbfgsFiniteDiff => {
-                let ls = MoreThuenteLineSearch::new();
-                let solver = LBFGS::new(ls, 5);
-                let r = Executor::new(
-                    Problem {
-                        ev: &ev,
-                        h: p.acq_fd_step,
-                    },
-                    solver,
-                )
-                .configure(|s| s.param(z0.clone()).max_iters(p.acq_max_iters))
-                .run();
-                if let Err(e) = r {
-                    tracing::debug!(error = %e, "L-BFGS stopped early");
+            for z0 in chosen {
+                refine(ctx, &ev, z0);
+                if ev.error.borrow().is_some() {
+                    break;
                 }
             }
         }
-        if let Some(e) = ev.error.borrow_mut().take() {
-            return Err(e);
-        }
+    }
+    if let Some(e) = ev.error.borrow_mut().take() {
+        return Err(e);
     }
     let cache = ev.cache.borrow();
     let order = ev.order.borrow();
