@@ -4,23 +4,33 @@
 //! * `--mode knobs`: every class's weight scaled by a random factor in [1 − ε, 1 + ε]
 //!   (renormalised), ECN thresholds by another, on the **same flows** — the floor for a model
 //!   judged, as `validate` judges it, on the same arrivals pktsim ran;
-//! * `--mode arrivals`: the same scenario and configuration with the flows drawn from another
-//!   workload seed (same distributions, other arrivals and sizes; same ECMP salt) — the floor for
-//!   predicting the next window of a live network from this one.
+//! * `--mode arrivals`: the same scenario and configuration with the flows drawn from other
+//!   workload seeds (same distributions, other arrivals and sizes; same ECMP salt). One side is
+//!   the median p99 over windows 0..W (`--windows`, default 1: the case's own window), the
+//!   other the median over the next `--realizations` windows. W = 1, one realization: how far
+//!   the next window moves from this one. W = 1, N realizations: what pktsim itself, run on
+//!   this window, would score as a prediction of the next ones (`validate --windows N+1
+//!   --next` puts the models to the same test). W = N: how far apart two N-window scenario
+//!   p99s still are (`validate --windows N` compares such medians on shared windows).
 //!
-//! With `--pktsim-cache` the first run of each case is the one `validate` / `train_correction`
-//! cache (`--configs` must then match theirs); the second runs for the first `--compare`
-//! configurations.
+//! Per case it also gives Spearman's ρ of J (as `validate` computes it) between the two sides
+//! over the compared configurations: how well a model that erred only by this much could rank
+//! them.
+//!
+//! With `--pktsim-cache` the case's own window is the run `validate` / `train_correction`
+//! cache (`--configs` must then match theirs), and `--mode arrivals` caches the other windows
+//! as `validate --windows` does (every configuration of the case); `--mode knobs` runs the
+//! first `--compare` configurations again, moved.
 //!
 //! ```text
-//! cargo run --release -p polyphony-model --example noise_floor -- --set dev --cases 36 --mode arrivals --configs 4 --compare 2
+//! cargo run --release -p polyphony-model --example noise_floor -- --set dev --cases 36 --mode arrivals --configs 8 --compare 8 --realizations 4
 //! ```
 
 mod common;
 
 use anyhow::{bail, Result};
 use clap::Parser;
-use polyphony_model::validation::{case, median, Case, Regime};
+use polyphony_model::validation::{case, median, objective, spearman, Case, Regime};
 use polyphony_model::{ModelOutput, NetworkModel, PktSim};
 use polyphony_spec::{Bytes, NetworkConfig};
 use rand::{Rng, SeedableRng};
@@ -40,6 +50,15 @@ struct Args {
     /// Random configurations per case (match `validate` / `train_correction` to share a cache).
     #[arg(long, default_value_t = 1)]
     configs: usize,
+    /// Other workload draws per configuration (`--mode arrivals`); each class's p99 is their
+    /// median.
+    #[arg(long, default_value_t = 1)]
+    realizations: usize,
+    /// Windows on the first side (`--mode arrivals`): each class's p99 is the median over
+    /// windows 0..W, the other side's over the next `--realizations` — how far apart two
+    /// scenario-level p99s of the kind `validate --windows W` compares still are.
+    #[arg(long, default_value_t = 1)]
+    windows: u64,
     /// Configurations per case compared (the first ones).
     #[arg(long, default_value_t = 1)]
     compare: usize,
@@ -65,10 +84,20 @@ fn perturbed(base: &NetworkConfig, eps: f64, seed: u64) -> NetworkConfig {
     moved
 }
 
-/// (regime, class flows, relative change of the class's p99) per compared (configuration, class).
-fn run(c: &Case, a: &Args) -> Result<Vec<(Regime, u64, f64)>> {
+/// What one case gives: (regime, class flows, relative change of the class's p99) per compared
+/// (configuration, class), and ρ of J between the two runs (NaN under two configurations).
+type CaseChanges = (Vec<(Regime, u64, f64)>, f64);
+
+fn run(c: &Case, a: &Args) -> Result<CaseChanges> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
-    let (first, _) = common::pktcache::outputs(c, &input, &a.cases.set, a.pktsim_cache.as_deref())?;
+    let first = if a.windows > 1 && a.mode == "arrivals" {
+        let own: Vec<Vec<ModelOutput>> = (0..a.windows)
+            .map(|w| common::pktcache::window(c, w, &a.cases.set, a.pktsim_cache.as_deref()).map(|(_, o, _)| o))
+            .collect::<Result<_>>()?;
+        common::median_p99(&own, &c.scenario.classes)
+    } else {
+        common::pktcache::outputs(c, &input, &a.cases.set, a.pktsim_cache.as_deref())?.0
+    };
     let n = a.compare.min(c.configs.len());
     let second: Vec<ModelOutput> = match a.mode.as_str() {
         "knobs" => {
@@ -83,13 +112,11 @@ fn run(c: &Case, a: &Args) -> Result<Vec<(Regime, u64, f64)>> {
                 .collect::<Result<_, _>>()?
         }
         "arrivals" => {
-            let other = c.seed ^ 0xa771_7a15_0000_0000;
-            let mut input2 = polyphony_model::scenario_input(&c.scenario, c.duration(), other)?;
-            input2.seed = input.seed;
-            PktSim::default()
-                .evaluate(&input2, &c.configs[..n])
-                .into_iter()
-                .collect::<Result<_, _>>()?
+            let w0 = a.windows.max(1);
+            let draws: Vec<Vec<ModelOutput>> = (w0..w0 + a.realizations.max(1) as u64)
+                .map(|w| common::pktcache::window(c, w, &a.cases.set, a.pktsim_cache.as_deref()).map(|(_, o, _)| o))
+                .collect::<Result<_>>()?;
+            common::median_p99(&draws, &c.scenario.classes)[..n].to_vec()
         }
         m => bail!("--mode {m}: use knobs or arrivals"),
     };
@@ -103,17 +130,25 @@ fn run(c: &Case, a: &Args) -> Result<Vec<(Regime, u64, f64)>> {
             }
         }
     }
-    Ok(out)
+    let rho = if n >= 2 {
+        let j = |o: &[ModelOutput]| -> Vec<f64> { o.iter().map(|x| objective(&x.sli, &c.scenario.classes)).collect() };
+        spearman(&j(&first[..n]), &j(&second))
+    } else {
+        f64::NAN
+    };
+    Ok((out, rho))
 }
 
 fn main() -> Result<()> {
     let a = Args::parse();
     let (set, range) = a.cases.range()?;
     let cases: Vec<Case> = range.map(|i| case(set, i, a.configs)).collect::<Result<_, _>>()?;
-    let rows: Vec<(Regime, u64, f64)> = common::par_map(&cases, a.threads, |c| run(c, &a))?
-        .into_iter()
-        .flatten()
-        .collect();
+    let per_case = common::par_map(&cases, a.threads, |c| run(c, &a))?;
+    let mut rho_by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (c, (_, rho)) in cases.iter().zip(&per_case) {
+        rho_by.entry(c.regime.to_string()).or_default().push(*rho);
+    }
+    let rows: Vec<(Regime, u64, f64)> = per_case.into_iter().flat_map(|(r, _)| r).collect();
     let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut by_flows: BTreeMap<u8, Vec<f64>> = BTreeMap::new();
     for (g, n, e) in &rows {
@@ -126,11 +161,15 @@ fn main() -> Result<()> {
         by_flows.entry(band).or_default().push(*e);
     }
     println!("mode {}, {} cases\n", a.mode, cases.len());
-    println!("| regime | class p99s | median change | within 10 % | within 20 % |\n|---|---|---|---|---|");
-    let row = |name: &str, v: &[f64]| {
+    println!("| regime | class p99s | median change | within 10 % | within 20 % | median ρ of J |\n|---|---|---|---|---|---|");
+    let row = |name: &str, v: &[f64], rho: Option<&[f64]>| {
         let w = |t: f64| v.iter().filter(|&&e| e <= t).count() as f64 / v.len().max(1) as f64 * 100.0;
+        let rho = rho
+            .map(median)
+            .filter(|r| r.is_finite())
+            .map_or("–".to_string(), |r| format!("{r:.2}"));
         println!(
-            "| {name} | {} | {:.1} % | {:.0} % | {:.0} % |",
+            "| {name} | {} | {:.1} % | {:.0} % | {:.0} % | {rho} |",
             v.len(),
             median(v) * 100.0,
             w(0.1),
@@ -138,15 +177,17 @@ fn main() -> Result<()> {
         );
     };
     for (g, v) in &by {
-        row(g, v);
+        row(g, v, rho_by.get(g).map(Vec::as_slice));
     }
     for (band, v) in &by_flows {
         row(
             ["class < 300 flows", "class 300–999 flows", "class ≥ 1000 flows"][*band as usize],
             v,
+            None,
         );
     }
     let all: Vec<f64> = rows.iter().map(|r| r.2).collect();
-    row("**all**", &all);
+    let all_rho: Vec<f64> = rho_by.values().flatten().copied().collect();
+    row("**all**", &all, Some(&all_rho));
     Ok(())
 }

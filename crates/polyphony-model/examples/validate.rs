@@ -8,6 +8,11 @@
 //! |p99_flowsim − p99_pktsim| / p99_pktsim, the share of those within 20 %, the median over
 //! cases of Spearman's ρ of J across the case's configurations, and the CPU-time ratio.
 //!
+//! `--windows N` compares each class's median p99 over N draws of the scenario's flows instead
+//! of one window's, which removes the part of the error that comes from the draw alone; with
+//! `--next` the models see the first window only and are judged on the others, as the
+//! controller's predictions for the next interval are.
+//!
 //! `--set dev` (seeds 0..1 000 000) is for development; `--set validation` (seeds from
 //! 1 000 000 000) is for reporting only.
 //!
@@ -48,6 +53,16 @@ struct Args {
     /// The corrected model's artifact (default: the one compiled in).
     #[arg(long)]
     correction: Option<std::path::PathBuf>,
+    /// Windows per case: the scenario's flows drawn this many times (the first from the case's
+    /// own seed); every model and pktsim run each, and each class's p99 is the median over the
+    /// windows — the scenario's p99 rather than one draw's.
+    #[arg(long, default_value_t = 1)]
+    windows: u64,
+    /// With `--windows N` (N ≥ 2): the models run the first window only and are compared with
+    /// pktsim's median p99 over the other N − 1 — predicting the next windows of a scenario from
+    /// this one, as the controller does.
+    #[arg(long)]
+    next: bool,
     /// Print one line per case as it finishes.
     #[arg(long)]
     verbose: bool,
@@ -81,20 +96,38 @@ struct CaseResult {
 }
 
 fn run_case(c: Case, a: &Args, correction: &Arc<Correction>) -> Result<CaseResult> {
-    let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
-    let flows = input.workload.flows.len();
-    let (pkt, pkt_cpu) = common::pktcache::outputs(&c, &input, &a.cases.set, a.pktsim_cache.as_deref())?;
-    let mut fs = Vec::new();
-    let mut fs_cpu = Vec::new();
-    for m in 0..MODES.len() {
-        let t0 = common::thread_cpu();
-        let o = model(m, a, correction)
-            .evaluate(&input, &c.configs)
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()?;
-        fs_cpu.push(common::thread_cpu() - t0);
-        fs.push(o);
+    let mut flows = 0;
+    let mut pkt_windows = Vec::new();
+    let mut fs_windows: Vec<Vec<Vec<ModelOutput>>> = vec![Vec::new(); MODES.len()];
+    let mut pkt_cpu = 0.0;
+    let mut fs_cpu = vec![0.0; MODES.len()];
+    for w in 0..a.windows.max(1) {
+        let (input, pkt, cpu) = common::pktcache::window(&c, w, &a.cases.set, a.pktsim_cache.as_deref())?;
+        if w == 0 {
+            flows = input.workload.flows.len();
+        }
+        pkt_cpu += cpu;
+        if a.next && w == 0 && a.windows > 1 {
+            // Models see this window; pktsim's p99s come from the later ones only.
+        } else {
+            pkt_windows.push(pkt);
+        }
+        if a.next && w > 0 {
+            continue;
+        }
+        for m in 0..MODES.len() {
+            let t0 = common::thread_cpu();
+            let o = model(m, a, correction)
+                .evaluate(&input, &c.configs)
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?;
+            fs_cpu[m] += common::thread_cpu() - t0;
+            fs_windows[m].push(o);
+        }
     }
+    let classes = &c.scenario.classes;
+    let pkt = common::median_p99(&pkt_windows, classes);
+    let fs = fs_windows.iter().map(|w| common::median_p99(w, classes)).collect();
     Ok(CaseResult {
         case: c,
         flows,

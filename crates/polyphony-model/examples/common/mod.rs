@@ -82,3 +82,32 @@ impl CaseArgs {
         Ok((set, self.first..self.first.saturating_add(self.cases)))
     }
 }
+
+/// Per configuration, the first window's output with each class's p99 replaced by the median
+/// over the windows that completed flows of it: a p99 of the scenario rather than of one draw.
+pub fn median_p99(
+    windows: &[Vec<polyphony_model::ModelOutput>],
+    classes: &[polyphony_spec::TrafficClass],
+) -> Vec<polyphony_model::ModelOutput> {
+    let Some(first) = windows.first() else {
+        return Vec::new();
+    };
+    let mut out = first.clone();
+    for (k, o) in out.iter_mut().enumerate() {
+        for cl in classes {
+            let v: Vec<f64> = windows
+                .iter()
+                .filter_map(|w| w.get(k))
+                .filter_map(|d| d.sli.get(cl.dscp))
+                .filter(|s| s.flows > 0 && s.p99 > 0.0)
+                .map(|s| s.p99)
+                .collect();
+            if let Some(s) = o.sli.classes.iter_mut().find(|s| s.dscp == cl.dscp) {
+                if !v.is_empty() {
+                    s.p99 = polyphony_model::validation::median(&v);
+                }
+            }
+        }
+    }
+    out
+}

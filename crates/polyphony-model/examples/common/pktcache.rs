@@ -40,3 +40,26 @@ pub fn outputs(c: &Case, input: &ModelInput, set: &str, cache: Option<&Path>) ->
     }
     Ok((pkt, cpu))
 }
+
+/// The workload seed of window `w` of case `c`: the case's own seed for window 0; for later
+/// windows other draws from the same scenario, far outside every seed set.
+pub fn window_seed(c: &Case, w: u64) -> u64 {
+    if w == 0 {
+        c.seed
+    } else {
+        c.seed ^ 0xa771_7a15_0000_0000u64.wrapping_add((w - 1) << 32)
+    }
+}
+
+/// Window `w` of case `c` (the scenario's flows drawn from [`window_seed`], ECMP salted as
+/// window 0): its model input and pktsim's outputs for every configuration (cached as a case
+/// of that seed), with the thread CPU seconds pktsim took.
+pub fn window(c: &Case, w: u64, set: &str, cache: Option<&Path>) -> Result<(ModelInput, Vec<ModelOutput>, f64)> {
+    let first = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
+    let seed = window_seed(c, w);
+    let mut input = polyphony_model::scenario_input(&c.scenario, c.duration(), seed)?;
+    input.seed = first.seed;
+    let drawn = Case { seed, ..c.clone() };
+    let (out, cpu) = outputs(&drawn, &input, set, cache)?;
+    Ok((input, out, cpu))
+}
