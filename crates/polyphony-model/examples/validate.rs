@@ -247,7 +247,7 @@ fn main() -> Result<()> {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {path}"))?);
         writeln!(
             f,
-            "seed,regime,config,class,cdf,load,weight,ecn_k,init_cwnd,flows,pktsim_p99,flowsim_p99,corrected_p99"
+            "seed,regime,config,class,cdf,load,slo,weight,ecn_k,init_cwnd,flows,pktsim_p99,flowsim_p99,corrected_p99"
         )?;
         for r in &results {
             for (k, po) in r.pkt.iter().enumerate() {
@@ -259,12 +259,13 @@ fn main() -> Result<()> {
                     };
                     writeln!(
                         f,
-                        "{},{},{k},{},{},{:.4},{:.4},{},{},{n},{:.4},{:.4},{:.4}",
+                        "{},{},{k},{},{},{:.4},{:.4},{:.4},{},{},{n},{:.4},{:.4},{:.4}",
                         r.case.seed,
                         r.case.regime,
                         c.name,
                         m.size_cdf,
                         m.load,
+                        c.slo.threshold(),
                         knobs.weight,
                         knobs.ecn_threshold.0,
                         knobs.init_cwnd.0,

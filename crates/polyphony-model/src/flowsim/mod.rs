@@ -318,6 +318,8 @@ impl FlowSim {
             .map(|c| flowsim_params(input, c, &self.options))
             .collect();
         let valid: Vec<usize> = (0..configs.len()).filter(|&i| params[i].is_ok()).collect();
+        // Query completion times need every flow's end (aggregated in `finish`).
+        let whole = input.keep_flows || input.workload.has_queries();
         let mut results: Vec<Option<ModelOutput>> = vec![None; configs.len()];
         for chunk in valid.chunks(aggregate::LANES) {
             let group: Vec<&[_]> = chunk
@@ -327,7 +329,7 @@ impl FlowSim {
             aggregate::run_group(ap, &p.base_extra, &group, &self.options, &mut scratch, |k, lane| {
                 let i = chunk[k];
                 let loss = params[i].as_ref().ok().map(|v| (v.as_slice(), &configs[i]));
-                results[i] = Some(self.aggregate_output(input, p, ap, lane, loss));
+                results[i] = Some(self.aggregate_output(input, p, ap, lane, loss, whole));
             });
         }
         for (r, pr) in results.into_iter().zip(params) {
@@ -342,7 +344,8 @@ impl FlowSim {
     }
 
     /// The output of one configuration of a group (its lane of extra delays); `loss` is the
-    /// configuration and its parameters, for the queries' burst losses.
+    /// configuration and its parameters, for the queries' burst losses; `whole`: every flow's
+    /// completion is wanted (kept flows, or queries), not only the per-class statistics.
     fn aggregate_output(
         &self,
         input: &ModelInput,
@@ -350,13 +353,13 @@ impl FlowSim {
         ap: &AggPlan,
         mut lane: Lane<'_>,
         loss: Option<(&[ClassParams], &NetworkConfig)>,
+        whole: bool,
     ) -> ModelOutput {
         let mut stats = RunStats {
             events: ap.arrivals(),
             ..RunStats::default()
         };
-        // Query completion times need every flow's end (aggregated in `finish`).
-        if input.keep_flows || input.workload.has_queries() {
+        if whole {
             let mut extras = lane.extras();
             if let Some((params, cfg)) = loss {
                 let port = cfg.port_buffer.unwrap_or(self.options.packet.default_port_buffer).0;
