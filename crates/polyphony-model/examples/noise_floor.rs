@@ -141,6 +141,9 @@ fn run(c: &Case, a: &Args) -> Result<CaseChanges> {
 
 fn main() -> Result<()> {
     let a = Args::parse();
+    if a.mode != "arrivals" && (a.windows > 1 || a.realizations > 1) {
+        bail!("--windows and --realizations draw other windows: they go with --mode arrivals");
+    }
     let (set, range) = a.cases.range()?;
     let cases: Vec<Case> = range.map(|i| case(set, i, a.configs)).collect::<Result<_, _>>()?;
     let per_case = common::par_map(&cases, a.threads, |c| run(c, &a))?;

@@ -11,8 +11,9 @@
 //!
 //! `--cv K` first cross-validates K-fold by case on the same development cases and prints the
 //! corrected error and ρ of J by regime: the measurement choices (features via `--without`,
-//! the `--excess` or `--direct` target, the experimental `--extra` features, depth, trees) are
-//! made on, so that the validation set is run only for a model that is shipped. `--dump FILE`
+//! the `--excess` or `--direct` target, a target over several windows of the scenario
+//! (`--target-windows`), the experimental `--extra` features, depth, trees) are made on, so
+//! that the validation set is run only for a model that is shipped. `--dump FILE`
 //! writes the samples for learners outside this example (`tools/mlp-cv`); `--tails N` compares
 //! pktsim's and flowsim's tail flows instead of training.
 //!
@@ -78,6 +79,11 @@ struct Args {
     /// flowsim's p99, target, features) here, for models trained outside this example.
     #[arg(long)]
     dump: Option<PathBuf>,
+    /// pktsim's p99 in the target is the median over this many windows of the case's scenario
+    /// (`validate --windows`; the features stay the first window's): the scenario's tail
+    /// rather than the first window's.
+    #[arg(long, default_value_t = 1)]
+    target_windows: u64,
     /// Cross-validate K-fold by case first (printed by regime).
     #[arg(long)]
     cv: Option<u64>,
@@ -164,9 +170,16 @@ fn masked(f: &[f32], without: &[usize]) -> Vec<f32> {
     g
 }
 
-fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool) -> Result<CaseData> {
+fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool, windows: u64) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
-    let (pkt, _) = common::pktcache::outputs(c, &input, "dev", cache)?;
+    let pkt = if windows > 1 {
+        let all: Vec<Vec<ModelOutput>> = (0..windows)
+            .map(|w| common::pktcache::window(c, w, "dev", cache).map(|(_, o, _)| o))
+            .collect::<Result<_>>()?;
+        common::median_p99(&all, &c.scenario.classes)
+    } else {
+        common::pktcache::outputs(c, &input, "dev", cache)?.0
+    };
     let flowsim = FlowSim::default();
     let mut rows = Vec::new();
     for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
@@ -592,7 +605,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let data = common::par_map(&cases, a.threads, |c| {
-        case_data(c, a.pktsim_cache.as_deref(), target, a.extra)
+        case_data(c, a.pktsim_cache.as_deref(), target, a.extra, a.target_windows)
     })?;
     if let Some(path) = &a.dump {
         dump(path, a.first, &data)?;

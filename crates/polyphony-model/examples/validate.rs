@@ -22,7 +22,7 @@
 
 mod common;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, median, objective, spearman, Case, Regime};
 use polyphony_model::{Corrected, Correction, FlowSim, FlowSimOptions, ModelOutput, NetworkModel};
@@ -107,9 +107,8 @@ fn run_case(c: Case, a: &Args, correction: &Arc<Correction>) -> Result<CaseResul
             flows = input.workload.flows.len();
         }
         pkt_cpu += cpu;
-        if a.next && w == 0 && a.windows > 1 {
-            // Models see this window; pktsim's p99s come from the later ones only.
-        } else {
+        // With --next the models see the first window only and pktsim's p99s come from the rest.
+        if !(a.next && w == 0) {
             pkt_windows.push(pkt);
         }
         if a.next && w > 0 {
@@ -207,6 +206,9 @@ impl Acc {
 
 fn main() -> Result<()> {
     let a = Args::parse();
+    if a.next && a.windows < 2 {
+        bail!("--next judges the first window's predictions on the later ones: give --windows 2 or more");
+    }
     let (set, range) = a.cases.range()?;
     let correction = Arc::new(match &a.correction {
         Some(path) => {
