@@ -90,14 +90,8 @@ type CaseChanges = (Vec<(Regime, u64, f64)>, f64);
 
 fn run(c: &Case, a: &Args) -> Result<CaseChanges> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
-    let first = if a.windows > 1 && a.mode == "arrivals" {
-        let own: Vec<Vec<ModelOutput>> = (0..a.windows)
-            .map(|w| common::pktcache::window(c, w, &a.cases.set, a.pktsim_cache.as_deref()).map(|(_, o, _)| o))
-            .collect::<Result<_>>()?;
-        common::median_p99(&own, &c.scenario.classes)
-    } else {
-        common::pktcache::outputs(c, &input, &a.cases.set, a.pktsim_cache.as_deref())?.0
-    };
+    // `--windows` is 1 outside `--mode arrivals` (checked in main): the case's own window.
+    let first = common::pktcache::median_over(c, 0..a.windows.max(1), &a.cases.set, a.pktsim_cache.as_deref())?;
     let n = a.compare.min(c.configs.len());
     let second: Vec<ModelOutput> = match a.mode.as_str() {
         "knobs" => {
@@ -113,10 +107,8 @@ fn run(c: &Case, a: &Args) -> Result<CaseChanges> {
         }
         "arrivals" => {
             let w0 = a.windows.max(1);
-            let draws: Vec<Vec<ModelOutput>> = (w0..w0 + a.realizations.max(1) as u64)
-                .map(|w| common::pktcache::window(c, w, &a.cases.set, a.pktsim_cache.as_deref()).map(|(_, o, _)| o))
-                .collect::<Result<_>>()?;
-            common::median_p99(&draws, &c.scenario.classes)[..n].to_vec()
+            let later = w0..w0 + a.realizations.max(1) as u64;
+            common::pktcache::median_over(c, later, &a.cases.set, a.pktsim_cache.as_deref())?[..n].to_vec()
         }
         m => bail!("--mode {m}: use knobs or arrivals"),
     };

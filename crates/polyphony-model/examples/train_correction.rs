@@ -172,14 +172,7 @@ fn masked(f: &[f32], without: &[usize]) -> Vec<f32> {
 
 fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool, windows: u64) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
-    let pkt = if windows > 1 {
-        let all: Vec<Vec<ModelOutput>> = (0..windows)
-            .map(|w| common::pktcache::window(c, w, "dev", cache).map(|(_, o, _)| o))
-            .collect::<Result<_>>()?;
-        common::median_p99(&all, &c.scenario.classes)
-    } else {
-        common::pktcache::outputs(c, &input, "dev", cache)?.0
-    };
+    let pkt = common::pktcache::median_over(c, 0..windows.max(1), "dev", cache)?;
     let flowsim = FlowSim::default();
     let mut rows = Vec::new();
     for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
@@ -652,7 +645,7 @@ fn main() -> Result<()> {
         median(&after) * 100.0
     );
     let command = format!(
-        "cargo run --release -p polyphony-model --example train_correction -- --first {} --cases {} --configs {} --trees {} --depth {} --shrinkage {} --min-leaf {} --loss {} --out {}",
+        "cargo run --release -p polyphony-model --example train_correction -- --first {} --cases {} --configs {} --trees {} --depth {} --shrinkage {} --min-leaf {} --loss {}{} --out {}",
         a.first,
         a.cases,
         a.configs,
@@ -661,6 +654,11 @@ fn main() -> Result<()> {
         a.forest.shrinkage,
         a.forest.min_leaf,
         a.forest.loss,
+        if a.target_windows > 1 {
+            format!(" --target-windows {}", a.target_windows)
+        } else {
+            String::new()
+        },
         out.display()
     );
     let c = Correction::new(

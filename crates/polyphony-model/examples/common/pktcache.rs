@@ -55,11 +55,25 @@ pub fn window_seed(c: &Case, w: u64) -> u64 {
 /// window 0): its model input and pktsim's outputs for every configuration (cached as a case
 /// of that seed), with the thread CPU seconds pktsim took.
 pub fn window(c: &Case, w: u64, set: &str, cache: Option<&Path>) -> Result<(ModelInput, Vec<ModelOutput>, f64)> {
-    let first = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let seed = window_seed(c, w);
     let mut input = polyphony_model::scenario_input(&c.scenario, c.duration(), seed)?;
-    input.seed = first.seed;
+    // `scenario_input` salts ECMP with the workload seed: window 0's salt for every window.
+    input.seed = c.seed;
     let drawn = Case { seed, ..c.clone() };
     let (out, cpu) = outputs(&drawn, &input, set, cache)?;
     Ok((input, out, cpu))
+}
+
+/// pktsim's outputs over `windows` of case `c` ([`window`]), each class's p99 the median over
+/// them ([`super::median_p99`]); a single window gives that window's outputs.
+pub fn median_over(
+    c: &Case,
+    windows: std::ops::Range<u64>,
+    set: &str,
+    cache: Option<&Path>,
+) -> Result<Vec<ModelOutput>> {
+    let all: Vec<Vec<ModelOutput>> = windows
+        .map(|w| window(c, w, set, cache).map(|(_, o, _)| o))
+        .collect::<Result<_>>()?;
+    Ok(super::median_p99(&all, &c.scenario.classes))
 }
