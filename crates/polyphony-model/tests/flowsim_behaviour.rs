@@ -5,7 +5,9 @@
 //! without spoiling a batch, and on a small case configurations are ranked the way `pktsim`
 //! ranks them.
 
-use polyphony_model::{default_config, scenario_input, FlowSim, ModelInput, NetworkModel, PktSim, Topology};
+use polyphony_model::{
+    default_config, scenario_input, FlowSim, ModelInput, ModelOutput, NetworkModel, PktSim, Topology,
+};
 use polyphony_spec::{BitsPerSec, Bytes, Dscp, Flow, HostId, Nanos, NetworkConfig, Scenario, Workload};
 use std::sync::Arc;
 
@@ -115,7 +117,8 @@ fn larger_initcwnd_saves_round_trips_on_an_idle_path() {
 #[test]
 fn batches_of_any_size_equal_single_runs_and_are_deterministic() {
     let input = mixed();
-    // 19 configurations: for the aggregate mode, one full group of lanes (16) and a partial one.
+    // Up to 19 configurations: every width of pass (one lane, four, sixteen) and a full group
+    // of sixteen with a partial one after it.
     let cs: Vec<NetworkConfig> = (0..19u32)
         .map(|i| {
             let w = 0.1 + 0.04 * i as f64;
@@ -123,10 +126,13 @@ fn batches_of_any_size_equal_single_runs_and_are_deterministic() {
         })
         .collect();
     for m in models() {
-        let batch = m.evaluate(&input, &cs);
-        assert_eq!(batch, m.evaluate(&input, &cs), "{:?}", m.options);
-        for (b, c) in batch.iter().zip(&cs) {
-            assert_eq!(b.as_ref().unwrap(), &m.run(&input, c).unwrap(), "{:?}", m.options);
+        let single: Vec<ModelOutput> = cs.iter().map(|c| m.run(&input, c).unwrap()).collect();
+        for n in [2, 3, 4, 5, 16, 19] {
+            let batch = m.evaluate(&input, &cs[..n]);
+            assert_eq!(batch, m.evaluate(&input, &cs[..n]), "{:?}", m.options);
+            for (b, s) in batch.iter().zip(&single) {
+                assert_eq!(b.as_ref().unwrap(), s, "batch of {n}, {:?}", m.options);
+            }
         }
     }
 }

@@ -53,8 +53,10 @@
 //! instructions (with AVX2 and FMA, chosen at run time, two independent 8-wide ones per step,
 //! which keeps both in flight; every path gives the same results, see [`pass`]). Lanes hold
 //! single-precision floats (about seven significant digits of bytes and nanoseconds, far
-//! finer than the model); a batch of one runs a single lane. The reductions run in the same
-//! vectorised function, for the whole group at once: the slowdowns of the measured flows (with
+//! finer than the model). Smaller groups run narrower passes, at a fraction of a sixteen-lane
+//! pass's cost: one configuration a single lane, two to four (the controller's Nelder–Mead
+//! rounds) four lanes. The reductions run in the same vectorised function, for the whole
+//! group at once: the slowdowns of the measured flows (with
 //! their sums, maxima and histogram buckets), then an exact nearest-rank selection of p50, p99
 //! and p99.9 per class and lane (one pass fills every lane's 32-bucket-per-octave histogram,
 //! which locates each rank's bucket; a second pass collects those buckets' values for all
@@ -534,8 +536,46 @@ pub(crate) struct AggScratch {
     /// Per flow and lane, while a group of configurations runs.
     lanes: Vec<[F; LANES]>,
     one: Vec<[F; 1]>,
+    four: Vec<[F; 4]>,
     /// Every lane's slowdowns of the measured flows per class (see [`Slowdowns`]).
     sd: Slowdowns,
+}
+
+/// The buffers of finished calls, kept by the model value for its next calls. A call's
+/// buffers hold a row of lanes per flow (hundreds of kB for a few thousand flows); allocated
+/// afresh, the kernel faulted their pages in on every call, which cost a single-configuration
+/// call (the controller's Nelder–Mead steps) about half its CPU time. Holds at most as many
+/// as calls ran at once on the value; a clone starts empty.
+#[derive(Default)]
+pub(crate) struct ScratchPool(std::sync::Mutex<Vec<AggScratch>>);
+
+impl ScratchPool {
+    /// A free scratch (a reused one when there is one).
+    pub fn take(&self) -> AggScratch {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Returns `s` for a later call.
+    pub fn put(&self, s: AggScratch) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(s);
+    }
+}
+
+impl Clone for ScratchPool {
+    fn clone(&self) -> ScratchPool {
+        ScratchPool::default()
+    }
+}
+
+impl std::fmt::Debug for ScratchPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+        f.debug_struct("ScratchPool").field("held", &held).finish()
+    }
 }
 
 /// Every lane's slowdowns of the measured flows, per class, as `f32` bits (slowdowns are ≥ 1,
@@ -568,6 +608,7 @@ pub(crate) struct Lane<'a> {
 
 enum LaneData<'a> {
     One(&'a [[F; 1]]),
+    Four(&'a [[F; 4]]),
     Wide(&'a [[F; LANES]]),
 }
 
@@ -576,6 +617,7 @@ impl Lane<'_> {
     pub fn extras(&self) -> Vec<f64> {
         match self.data {
             LaneData::One(v) => v.iter().map(|e| max(e[0], 0.0) as f64).collect(),
+            LaneData::Four(v) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
             LaneData::Wide(v) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
         }
     }
@@ -681,9 +723,6 @@ fn ends<const L: usize>(ap: &AggPlan, ex: &[[F; L]]) -> [f64; L] {
 
 /// Configurations evaluated together in one pass over the flows.
 pub(crate) const LANES: usize = 16;
-/// Lanes per chunk of a pass ([`run_link`]): all of them (chunks of eight, one AVX2 vector,
-/// were tried: the compiler vectorised them worse).
-const CHUNK: usize = 16;
 
 /// Runs every link for a group of configurations (at most [`LANES`]); `done(i, lane)` is
 /// called for the i-th with its results.
@@ -693,33 +732,44 @@ pub(crate) fn run_group(
     group: &[&[ClassParams]],
     opts: &FlowSimOptions,
     scratch: &mut AggScratch,
+    done: impl FnMut(usize, Lane<'_>),
+) {
+    let AggScratch { lanes, one, four, sd } = scratch;
+    match group.len() {
+        0 => {}
+        1 => run_narrow(ap, base_extra, group, opts, one, sd, LaneData::One, done),
+        2..=4 => run_narrow(ap, base_extra, group, opts, four, sd, LaneData::Four, done),
+        _ => run_narrow(ap, base_extra, group, opts, lanes, sd, LaneData::Wide, done),
+    }
+}
+
+/// [`run_group`] for a group of at most `L` configurations (at least one) in a pass of `L`
+/// lanes (unused lanes repeat the last configuration); `data` wraps the lanes for [`Lane`].
+#[allow(clippy::too_many_arguments)]
+fn run_narrow<'a, const L: usize>(
+    ap: &AggPlan,
+    base_extra: &[f64],
+    group: &[&[ClassParams]],
+    opts: &FlowSimOptions,
+    lanes: &'a mut Vec<[F; L]>,
+    sd: &'a mut Slowdowns,
+    data: fn(&'a [[F; L]]) -> LaneData<'a>,
     mut done: impl FnMut(usize, Lane<'_>),
 ) {
     let Some(&last) = group.last() else {
         return;
     };
-    let AggScratch { lanes, one, sd } = scratch;
-    if group.len() == 1 {
-        let kn = [Knobs::<1>::new(&[last], opts)];
-        one.clear();
-        one.extend(base_extra.iter().map(|&e| [e as F]));
-        let end = pass(ap, &kn, one, sd)[0];
-        let data = LaneData::One(one);
-        done(0, Lane { data, lane: 0, end, sd });
-        return;
-    }
-    // Unused lanes repeat the last configuration.
-    let params: [&[ClassParams]; LANES] = std::array::from_fn(|l| group.get(l).copied().unwrap_or(last));
-    let kn: [Knobs<CHUNK>; LANES / CHUNK] =
-        std::array::from_fn(|h| Knobs::new(&std::array::from_fn(|l| params[h * CHUNK + l]), opts));
+    let params: [&[ClassParams]; L] = std::array::from_fn(|l| group.get(l).copied().unwrap_or(last));
+    let kn = [Knobs::<L>::new(&params, opts)];
     lanes.clear();
-    lanes.extend(base_extra.iter().map(|&e| [e as F; LANES]));
+    lanes.extend(base_extra.iter().map(|&e| [e as F; L]));
     let end = pass(ap, &kn, lanes, sd);
+    let (lanes, sd): (&'a [[F; L]], &'a Slowdowns) = (lanes, sd);
     for (i, &end) in end.iter().enumerate().take(group.len()) {
         done(
             i,
             Lane {
-                data: LaneData::Wide(lanes),
+                data: data(lanes),
                 lane: i,
                 end,
                 sd,

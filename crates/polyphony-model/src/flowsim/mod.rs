@@ -41,7 +41,7 @@ use crate::model::{
     class_params, finish, flow_classes, Cca, ClassParams, ModelInput, ModelOutput, NetworkModel, RunStats,
 };
 use crate::topology::{HEADER_BYTES, MSS};
-use aggregate::{AggPlan, AggScratch, Lane};
+use aggregate::{AggPlan, Lane, ScratchPool};
 use cache::PlanCache;
 use link::LinkFlow;
 use polyphony_spec::{Bytes, Nanos, NetworkConfig};
@@ -89,6 +89,8 @@ pub struct FlowSim {
     pub options: FlowSimOptions,
     /// The last input's plan.
     plans: PlanCache,
+    /// Buffers of finished calls, for the next.
+    scratch: ScratchPool,
 }
 
 impl FlowSim {
@@ -97,6 +99,7 @@ impl FlowSim {
         FlowSim {
             options,
             plans: PlanCache::default(),
+            scratch: ScratchPool::default(),
         }
     }
 }
@@ -116,6 +119,8 @@ struct Plan {
     ideals: Vec<Nanos>,
     /// The workload's partition-aggregate queries (empty without queries).
     queries: Vec<burst::Query>,
+    /// Whether any flow belongs to a query (`Workload::has_queries`, a scan of every flow).
+    has_queries: bool,
 }
 
 fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
@@ -213,6 +218,7 @@ fn plan(input: &ModelInput) -> Result<Plan, ModelError> {
         base_extra,
         ideals,
         queries,
+        has_queries: input.workload.has_queries(),
     })
 }
 
@@ -309,7 +315,7 @@ impl FlowSim {
         ap: &AggPlan,
         configs: &[NetworkConfig],
     ) -> Vec<Result<ModelOutput, ModelError>> {
-        let mut scratch = AggScratch::default();
+        let mut scratch = self.scratch.take();
         let mut out: Vec<Result<ModelOutput, ModelError>> = Vec::with_capacity(configs.len());
         // Valid configurations in groups of LANES, evaluated together; invalid ones answered
         // in place.
@@ -319,7 +325,7 @@ impl FlowSim {
             .collect();
         let valid: Vec<usize> = (0..configs.len()).filter(|&i| params[i].is_ok()).collect();
         // Query completion times need every flow's end (aggregated in `finish`).
-        let whole = input.keep_flows || input.workload.has_queries();
+        let whole = input.keep_flows || p.has_queries;
         let mut results: Vec<Option<ModelOutput>> = vec![None; configs.len()];
         for chunk in valid.chunks(aggregate::LANES) {
             let group: Vec<&[_]> = chunk
@@ -332,6 +338,7 @@ impl FlowSim {
                 results[i] = Some(self.aggregate_output(input, p, ap, lane, loss, whole));
             });
         }
+        self.scratch.put(scratch);
         for (r, pr) in results.into_iter().zip(params) {
             out.push(match (r, pr) {
                 (Some(o), _) => Ok(o),
