@@ -579,14 +579,17 @@ impl std::fmt::Debug for ScratchPool {
 }
 
 /// Every lane's slowdowns of the measured flows, per class, as `f32` bits (slowdowns are ≥ 1,
-/// so the bits order like the values and selection compares integers), one row of lanes per
-/// flow (a group of one fills lane 0). With each lane's sum (f64, in flow order) and largest
-/// value, gathered in the same pass for all lanes at once.
+/// so the bits order like the values and selection compares integers), one row of `width`
+/// lanes per flow — the pass's width, so that a narrow pass over a large window does not move
+/// sixteen lanes' worth of rows through memory. With each lane's sum (f64, in flow order) and
+/// largest value, gathered in the same pass for all lanes at once.
 #[derive(Default)]
 struct Slowdowns {
-    bits: Vec<Vec<[u32; LANES]>>,
+    /// Lanes per row.
+    width: usize,
+    bits: Vec<Vec<u32>>,
     /// The histogram bucket of each value ([`bucket`]), computed here for all lanes at once.
-    buckets: Vec<Vec<[u16; LANES]>>,
+    buckets: Vec<Vec<u16>>,
     sum: Vec<[f64; LANES]>,
     top: Vec<[u32; LANES]>,
     /// Per class and lane: p50, p99, p99.9 (`None`: no finite slowdowns), from [`select`].
@@ -639,11 +642,11 @@ impl Lane<'_> {
                 let [p50, p99, p999] = q[l]?;
                 Some(ClassSli {
                     dscp,
-                    flows: v.len() as u64,
+                    flows: (v.len() / sd.width) as u64,
                     p50,
                     p99,
                     p999,
-                    mean: sum[l] / v.len() as f64,
+                    mean: sum[l] / (v.len() / sd.width) as f64,
                     qct: None,
                 })
             })
@@ -657,19 +660,20 @@ impl Lane<'_> {
 #[inline(always)]
 fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
     const { assert!(L <= LANES) };
+    out.width = L;
     out.bits.resize(ap.measured.len(), Vec::new());
     out.buckets.resize(ap.measured.len(), Vec::new());
     out.sum.clear();
     out.top.clear();
     for ((v, bk), (idx, inv)) in out.bits.iter_mut().zip(&mut out.buckets).zip(&ap.measured) {
         v.clear();
-        v.reserve(idx.len());
+        v.reserve(idx.len() * L);
         bk.clear();
-        bk.reserve(idx.len());
+        bk.reserve(idx.len() * L);
         let mut sum = [0.0f64; LANES];
         let mut top = [0u32; LANES];
         for (&i, &inv) in idx.iter().zip(inv) {
-            let (mut row, mut bkr) = ([0u32; LANES], [0u16; LANES]);
+            let mut bkr = [0u16; L];
             let e = &ex[i as usize];
             let mut x = [0.0; L];
             for l in 0..L {
@@ -680,15 +684,14 @@ fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
             }
             // One step per loop, so that each vectorises.
             let xb = x.map(f32::to_bits);
-            row[..L].copy_from_slice(&xb);
             for l in 0..L {
                 top[l] = top[l].max(xb[l]);
             }
             for l in 0..L {
                 bkr[l] = bucket(xb[l]) as u16;
             }
-            v.push(row);
-            bk.push(bkr);
+            v.extend_from_slice(&xb);
+            bk.extend_from_slice(&bkr);
         }
         out.sum.push(sum);
         out.top.push(top);
@@ -704,7 +707,13 @@ fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
     } = out;
     q.clear();
     for ((v, bk), top) in bits.iter().zip(buckets.iter()).zip(top.iter()) {
-        q.push(select::<L>(v, bk, top, hist, pick));
+        q.push(select::<L>(
+            v.as_chunks::<L>().0,
+            bk.as_chunks::<L>().0,
+            top,
+            hist,
+            pick,
+        ));
     }
 }
 
@@ -847,8 +856,8 @@ fn bucket(bits: u32) -> usize {
 /// selection within them finishes. A lane without finite values gets `None`.
 #[inline(always)]
 fn select<const L: usize>(
-    v: &[[u32; LANES]],
-    bk: &[[u16; LANES]],
+    v: &[[u32; L]],
+    bk: &[[u16; L]],
     top: &[u32; LANES],
     hist: &mut Vec<[u32; LANES]>,
     pick: &mut Vec<Vec<u32>>,
@@ -910,7 +919,7 @@ fn select<const L: usize>(
     for p in pick.iter_mut() {
         p.clear();
     }
-    // The values in those buckets (compared by bucket, sixteen lanes of u16 at a time). The
+    // The values in those buckets (compared by bucket, a row of lanes of u16 at a time). The
     // targets go through memory (`black_box`): kept in scalar registers, they would be
     // gathered into vectors again for every row.
     let target = std::hint::black_box(target);
