@@ -6,9 +6,11 @@
 //!    single model call (common random numbers: one `crn_seed` for the whole proposal).
 //! 2. The best few distinct starts are refined with argmin (Nelder–Mead, or L-BFGS with a
 //!    forward-difference gradient whose D+1 points go to the model as one batch). Nelder–Mead
-//!    scores one point per step; the starts' initial simplices go to the model as one batch
-//!    beforehand (`Evaluator::prefetch`), since a model scores a batch of one configuration
-//!    at several times the cost per configuration of a full batch.
+//!    asks for one point at a time, and a model scores a batch of one configuration at several
+//!    times the cost per configuration of a full batch; so the starts' runs go in lock step
+//!    (`nelder_mead_in_lock_step`): their initial simplices in one batch, then per round
+//!    the point each run waits for, together (`Evaluator::prefetch`). Each run takes the
+//!    steps it would take alone.
 //! 3. Every evaluated configuration is cached by its rounded physical value (integer knobs
 //!    make plateaus; a plateau is evaluated once); the answer is the best cached point. If no
 //!    point has EI above the floor, the lowest ĝ inside the trust region is proposed instead.
@@ -45,7 +47,7 @@ use crate::objective::Objective;
 use crate::params::{ControllerParams, LocalSolver};
 use crate::space::Space;
 use crate::CoreError;
-use argmin::core::{CostFunction, Executor, Gradient};
+use argmin::core::{CostFunction, Executor, Gradient, IterState, Solver, State, TerminationStatus};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::neldermead::NelderMead;
 use argmin::solver::quasinewton::LBFGS;
@@ -192,6 +194,15 @@ impl<'a> Evaluator<'a> {
         let cfg = c.space.config_of(&c.space.point_of(z), c.base)?;
         let xr = c.space.point_of_config(&cfg)?;
         Ok((key_of(&xr), xr, cfg))
+    }
+
+    /// Whether `z`'s configuration is scored or prefetched — scoring it calls no model. (One
+    /// that cannot be built counts as held: [`Self::score`] reports it without a call.)
+    fn holds(&self, z: &[f64]) -> bool {
+        match self.keyed(z) {
+            Ok((k, _, _)) => self.cache.borrow().contains_key(&k) || self.prefetched.borrow().contains_key(&k),
+            Err(_) => true,
+        }
     }
 
     /// Scores a batch of optimisation vectors with one model call; returns A_TR of each.
@@ -596,24 +607,13 @@ fn batched_search(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, starts: Vec<Vec<f64>
     }
 }
 
-/// Refines start `z0` with argmin's solver of `acq_solver` (Nelder–Mead or L-BFGS; nothing for
-/// the batched search, which is not argmin's); every point it tries goes through `ev`.
+/// Refines start `z0` with argmin's L-BFGS when that is `acq_solver` (Nelder–Mead runs its
+/// starts together in [`nelder_mead_in_lock_step`], the batched search is not argmin's); every
+/// point it tries goes through `ev`.
 fn refine(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, z0: Vec<f64>) {
     let p = ctx.params;
     match p.acq_solver {
-        LocalSolver::Batched => {}
-        LocalSolver::NelderMead => {
-            let simplex = initial_simplex(ctx.space, &z0);
-            let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7);
-            if let Ok(solver) = solver {
-                let r = Executor::new(Problem { ev, h: p.acq_fd_step }, solver)
-                    .configure(|s| s.max_iters(p.acq_max_iters))
-                    .run();
-                if let Err(e) = r {
-                    tracing::debug!(error = %e, "Nelder–Mead stopped early");
-                }
-            }
-        }
+        LocalSolver::Batched | LocalSolver::NelderMead => {}
         LocalSolver::LbfgsFiniteDiff => {
             let ls = MoreThuenteLineSearch::new();
             let solver = LBFGS::new(ls, 5);
@@ -623,6 +623,127 @@ fn refine(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, z0: Vec<f64>) {
             if let Err(e) = r {
                 tracing::debug!(error = %e, "L-BFGS stopped early");
             }
+        }
+    }
+}
+
+/// The cost function of [`nelder_mead_in_lock_step`]: a configuration the evaluator holds is
+/// scored; any other is put in `pending` and the step fails (argmin then returns the error
+/// before changing anything the caller keeps), to be retried once the round's batch is in.
+/// Without `wait` every configuration is scored, calling the model for one if need be.
+struct LockStep<'a, 'b> {
+    ev: &'b Evaluator<'a>,
+    pending: &'b RefCell<Vec<Vec<f64>>>,
+    wait: bool,
+}
+
+impl CostFunction for LockStep<'_, '_> {
+    type Param = Vec<f64>;
+    type Output = f64;
+    fn cost(&self, z: &Vec<f64>) -> Result<f64, argmin::core::Error> {
+        if self.wait && !self.ev.holds(z) {
+            self.pending.borrow_mut().push(z.clone());
+            return Err(argmin::core::Error::msg("configuration not scored yet"));
+        }
+        let v = self.ev.score(std::slice::from_ref(z))[0];
+        // As for the other solvers: a large finite value instead of an infinity.
+        Ok(if v.is_finite() { v } else { 1e12 })
+    }
+}
+
+/// One start's Nelder–Mead: argmin's solver and its state between steps.
+struct NmRun {
+    solver: NelderMead<Vec<f64>, f64>,
+    state: IterState<Vec<f64>, (), (), (), (), f64>,
+    done: bool,
+}
+
+/// Nelder–Mead from every start in `starts`, the runs in lock step. Each run is argmin's
+/// solver stepped as argmin's `Executor` steps it (at most `acq_max_iters` iterations, its
+/// simplex's spread as the stopping rule). The initial simplices go to the model in one batch;
+/// then, round by round, every run steps until its next configuration is one the evaluator
+/// does not hold, and the configurations the runs wait for go to the model in one batch (a
+/// model scores a batch of a few at little more than the cost of one). Each run takes the
+/// steps it would take alone, through the same values — SLIs do not depend on the batch they
+/// come in, and the surrogate is asked one point at a time as before — in about a third of the
+/// model calls. A configuration a failed batch did not deliver is scored on its own, which
+/// reports the failure.
+fn nelder_mead_in_lock_step(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, starts: Vec<Vec<f64>>) {
+    let simplices: Vec<Vec<Vec<f64>>> = starts.iter().map(|z0| initial_simplex(ctx.space, z0)).collect();
+    ev.prefetch(&simplices.concat());
+    let pending = RefCell::new(Vec::new());
+    let mut runs = Vec::with_capacity(simplices.len());
+    let mut setup = argmin::core::Problem::new(LockStep {
+        ev,
+        pending: &pending,
+        wait: false,
+    });
+    for simplex in simplices {
+        let Ok(mut solver) = NelderMead::new(simplex).with_sd_tolerance(1e-7) else {
+            continue;
+        };
+        let state = IterState::new().max_iters(ctx.params.acq_max_iters);
+        match solver.init(&mut setup, state) {
+            Ok((mut state, _)) => {
+                state.update();
+                runs.push(NmRun {
+                    solver,
+                    state,
+                    done: false,
+                });
+            }
+            Err(e) => tracing::debug!(error = %e, "Nelder–Mead did not start"),
+        }
+        if ev.error.borrow().is_some() {
+            return;
+        }
+    }
+    let mut problem = argmin::core::Problem::new(LockStep {
+        ev,
+        pending: &pending,
+        wait: true,
+    });
+    loop {
+        let mut wanted: Vec<Vec<f64>> = Vec::new();
+        for run in runs.iter_mut().filter(|r| !r.done) {
+            loop {
+                let status = <NelderMead<Vec<f64>, f64> as Solver<LockStep<'_, '_>, _>>::terminate_internal(
+                    &mut run.solver,
+                    &run.state,
+                );
+                if let TerminationStatus::Terminated(_) = status {
+                    run.done = true;
+                    break;
+                }
+                let before = run.solver.clone();
+                match run.solver.next_iter(&mut problem, run.state.clone()) {
+                    Ok((mut state, _)) => {
+                        state.update();
+                        state.increment_iter();
+                        run.state = state;
+                    }
+                    Err(e) => {
+                        run.solver = before;
+                        let waits: Vec<Vec<f64>> = pending.borrow_mut().drain(..).collect();
+                        if waits.is_empty() {
+                            tracing::debug!(error = %e, "Nelder–Mead stopped early");
+                            run.done = true;
+                        }
+                        wanted.extend(waits);
+                        break;
+                    }
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return;
+        }
+        ev.prefetch(&wanted);
+        for z in wanted.iter().filter(|z| !ev.holds(z)) {
+            ev.score(std::slice::from_ref(z));
+        }
+        if ev.error.borrow().is_some() {
+            return;
         }
     }
 }
@@ -671,13 +792,8 @@ pub fn acquire(
     }
     match p.acq_solver {
         LocalSolver::Batched => batched_search(ctx, &ev, chosen, rng),
-        LocalSolver::NelderMead | LocalSolver::LbfgsFiniteDiff => {
-            if p.acq_solver == LocalSolver::NelderMead {
-                // Every start's initial simplex to the model in one batch (its vertices are
-                // scored when each solver starts, in the same order as without it).
-                let vertices: Vec<Vec<f64>> = chosen.iter().flat_map(|z0| initial_simplex(ctx.space, z0)).collect();
-                ev.prefetch(&vertices);
-            }
+        LocalSolver::NelderMead => nelder_mead_in_lock_step(ctx, &ev, chosen),
+        LocalSolver::LbfgsFiniteDiff => {
             for z0 in chosen {
                 refine(ctx, &ev, z0);
                 if ev.error.borrow().is_some() {
@@ -938,6 +1054,22 @@ mod tests {
         safe: Option<f64>,
         solver: LocalSolver,
     ) -> (AcqOutcome, f64) {
+        with_context(model, sigma, safe, solver, |ctx| {
+            let mut rng = <Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(3);
+            let out = acquire(ctx, &[], &mut rng).unwrap();
+            let ucb = out.best.ucb(ctx, safe.unwrap_or(0.0));
+            (out, ucb)
+        })
+    }
+
+    /// `f` on the acquisition context of three classes around the default configuration.
+    fn with_context<R>(
+        model: &dyn PerformanceModel,
+        sigma: f64,
+        safe: Option<f64>,
+        solver: LocalSolver,
+        f: impl FnOnce(&AcqContext<'_>) -> R,
+    ) -> R {
         let classes = classes();
         let params = ControllerParams {
             acq_solver: solver,
@@ -965,10 +1097,7 @@ mod tests {
             scale: None,
             safe_sigmas: safe,
         };
-        let mut rng = <Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(3);
-        let out = acquire(&ctx, &[], &mut rng).unwrap();
-        let ucb = out.best.ucb(&ctx, safe.unwrap_or(0.0));
-        (out, ucb)
+        f(&ctx)
     }
 
     #[test]
@@ -1063,5 +1192,50 @@ mod tests {
             out.best.acq,
             nm.best.acq
         );
+    }
+
+    #[test]
+    fn nelder_mead_in_lock_step_takes_the_steps_each_start_takes_alone() {
+        let model = Recorded {
+            inner: Slope { classes: classes() },
+            sizes: std::sync::Mutex::new(Vec::new()),
+            refuse_call: None,
+        };
+        with_context(&model, 0.05, None, LocalSolver::NelderMead, |ctx| {
+            let mut rng = <Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(5);
+            let mut starts = vec![ctx.space.opt_of(ctx.centre)];
+            starts.extend(sample_starts(ctx.space, ctx.centre, ctx.radius, 2, &mut rng));
+            let together = Evaluator::new(ctx);
+            nelder_mead_in_lock_step(ctx, &together, starts.clone());
+            // The reference: argmin's executor on each start in turn, one configuration per call.
+            let alone = Evaluator::new(ctx);
+            for z0 in &starts {
+                let solver = NelderMead::new(initial_simplex(ctx.space, z0))
+                    .with_sd_tolerance(1e-7)
+                    .unwrap();
+                Executor::new(Problem { ev: &alone, h: 0.02 }, solver)
+                    .configure(|s| s.max_iters(ctx.params.acq_max_iters))
+                    .run()
+                    .unwrap();
+            }
+            let (a, b) = (together.cache.borrow(), alone.cache.borrow());
+            assert!(b.len() > 60, "{}", b.len());
+            let mut ka: Vec<_> = a.keys().collect();
+            let mut kb: Vec<_> = b.keys().collect();
+            ka.sort();
+            kb.sort();
+            assert_eq!(ka, kb, "the same configurations scored");
+            for (k, s) in a.iter() {
+                assert_eq!(s, &b[k]);
+            }
+            // The same configurations in far fewer calls: the simplices in one, then a round's
+            // worth (at most one per start) per call.
+            let (ca, cb) = (*together.calls.borrow(), *alone.calls.borrow());
+            assert_eq!(*together.evaluations.borrow(), *alone.evaluations.borrow());
+            assert!(3 * ca < 2 * cb, "{ca} calls against {cb}");
+            let sizes = model.sizes.lock().unwrap().clone();
+            assert!(sizes[1..ca].iter().all(|&n| n <= starts.len()), "{sizes:?}");
+            assert!(sizes[1..ca].iter().any(|&n| n > 1), "{sizes:?}");
+        });
     }
 }
