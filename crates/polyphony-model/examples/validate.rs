@@ -63,6 +63,10 @@ struct Args {
     /// this one, as the controller does.
     #[arg(long)]
     next: bool,
+    /// Every case's window this many times as long (about 3000 × it flows): the error at the
+    /// controller's window lengths. pktsim's cache keeps these under the set name `SET-wX`.
+    #[arg(long, default_value_t = 1.0)]
+    window_scale: f64,
     /// Print one line per case as it finishes.
     #[arg(long)]
     verbose: bool,
@@ -95,14 +99,20 @@ struct CaseResult {
     fs_cpu: Vec<f64>,
 }
 
-fn run_case(c: Case, a: &Args, correction: &Arc<Correction>) -> Result<CaseResult> {
+fn run_case(mut c: Case, a: &Args, correction: &Arc<Correction>) -> Result<CaseResult> {
+    let set = if a.window_scale == 1.0 {
+        a.cases.set.clone()
+    } else {
+        c.scenario.interval_s *= a.window_scale;
+        format!("{}-w{}", a.cases.set, a.window_scale)
+    };
     let mut flows = 0;
     let mut pkt_windows = Vec::new();
     let mut fs_windows: Vec<Vec<Vec<ModelOutput>>> = vec![Vec::new(); MODES.len()];
     let mut pkt_cpu = 0.0;
     let mut fs_cpu = vec![0.0; MODES.len()];
     for w in 0..a.windows.max(1) {
-        let (input, pkt, cpu) = common::pktcache::window(&c, w, &a.cases.set, a.pktsim_cache.as_deref())?;
+        let (input, pkt, cpu) = common::pktcache::window(&c, w, &set, a.pktsim_cache.as_deref())?;
         if w == 0 {
             flows = input.workload.flows.len();
         }
@@ -206,6 +216,12 @@ impl Acc {
 
 fn main() -> Result<()> {
     let a = Args::parse();
+    if !(a.window_scale.is_finite() && a.window_scale > 0.0) {
+        bail!(
+            "--window-scale {} is not a positive factor: give e.g. 3 for windows three times as long",
+            a.window_scale
+        );
+    }
     if a.next && a.windows < 2 {
         bail!("--next judges the first window's predictions on the later ones: give --windows 2 or more");
     }
