@@ -607,23 +607,16 @@ fn batched_search(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, starts: Vec<Vec<f64>
     }
 }
 
-/// Refines start `z0` with argmin's L-BFGS when that is `acq_solver` (Nelder–Mead runs its
-/// starts together in [`nelder_mead_in_lock_step`], the batched search is not argmin's); every
-/// point it tries goes through `ev`.
-fn refine(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, z0: Vec<f64>) {
+/// Refines start `z0` with argmin's L-BFGS ([`LocalSolver::LbfgsFiniteDiff`]); every point it
+/// tries goes through `ev`.
+fn refine_lbfgs(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, z0: Vec<f64>) {
     let p = ctx.params;
-    match p.acq_solver {
-        LocalSolver::Batched | LocalSolver::NelderMead => {}
-        LocalSolver::LbfgsFiniteDiff => {
-            let ls = MoreThuenteLineSearch::new();
-            let solver = LBFGS::new(ls, 5);
-            let r = Executor::new(Problem { ev, h: p.acq_fd_step }, solver)
-                .configure(|s| s.param(z0).max_iters(p.acq_max_iters))
-                .run();
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "L-BFGS stopped early");
-            }
-        }
+    let solver = LBFGS::new(MoreThuenteLineSearch::new(), 5);
+    let r = Executor::new(Problem { ev, h: p.acq_fd_step }, solver)
+        .configure(|s| s.param(z0).max_iters(p.acq_max_iters))
+        .run();
+    if let Err(e) = r {
+        tracing::debug!(error = %e, "L-BFGS stopped early");
     }
 }
 
@@ -665,8 +658,8 @@ struct NmRun {
 /// does not hold, and the configurations the runs wait for go to the model in one batch (a
 /// model scores a batch of a few at little more than the cost of one). Each run takes the
 /// steps it would take alone, through the same values — SLIs do not depend on the batch they
-/// come in, and the surrogate is asked one point at a time as before — in about a third of the
-/// model calls. A configuration a failed batch did not deliver is scored on its own, which
+/// come in, and the surrogate is asked one point at a time as before — in far fewer model
+/// calls. A configuration a failed batch did not deliver is scored on its own, which
 /// reports the failure.
 fn nelder_mead_in_lock_step(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, starts: Vec<Vec<f64>>) {
     let simplices: Vec<Vec<Vec<f64>>> = starts.iter().map(|z0| initial_simplex(ctx.space, z0)).collect();
@@ -795,7 +788,7 @@ pub fn acquire(
         LocalSolver::NelderMead => nelder_mead_in_lock_step(ctx, &ev, chosen),
         LocalSolver::LbfgsFiniteDiff => {
             for z0 in chosen {
-                refine(ctx, &ev, z0);
+                refine_lbfgs(ctx, &ev, z0);
                 if ev.error.borrow().is_some() {
                     break;
                 }

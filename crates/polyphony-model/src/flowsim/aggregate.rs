@@ -542,10 +542,10 @@ pub(crate) struct AggScratch {
 }
 
 /// The buffers of finished calls, kept by the model value for its next calls. A call's
-/// buffers hold a row of lanes per flow (hundreds of kB for a few thousand flows); allocated
-/// afresh, the kernel faulted their pages in on every call, which cost a single-configuration
-/// call (the controller's Nelder–Mead steps) about half its CPU time. Holds at most as many
-/// as calls ran at once on the value; a clone starts empty.
+/// buffers hold a row of lanes per flow (hundreds of kB for a few thousand flows); fresh ones
+/// would have their pages faulted in on every call, about half the CPU time of a
+/// single-configuration call. Holds at most as many as calls ran at once on the value; a
+/// clone starts empty.
 #[derive(Default)]
 pub(crate) struct ScratchPool(std::sync::Mutex<Vec<AggScratch>>);
 
