@@ -56,11 +56,11 @@
 //! finer than the model). Smaller groups run narrower passes, at a fraction of a sixteen-lane
 //! pass's cost: one configuration a single lane, two to four (the controller's Nelder–Mead
 //! rounds) four lanes. The reductions run in the same vectorised function, for the whole
-//! group at once: the slowdowns of the measured flows (with
-//! their sums, maxima and histogram buckets), then an exact nearest-rank selection of p50, p99
-//! and p99.9 per class and lane (one pass fills every lane's 32-bucket-per-octave histogram,
-//! which locates each rank's bucket; a second pass collects those buckets' values for all
-//! lanes at once, and only they are selected in). Deterministic: no random draws.
+//! group at once: the slowdowns of the measured flows with
+//! their sums, maxima and every lane's 32-bucket-per-octave histogram, then an exact
+//! nearest-rank selection of p50, p99 and p99.9 per class and lane (the histogram locates each
+//! rank's bucket; a second pass collects those buckets' values for all lanes at once, and only
+//! they are selected in). Deterministic: no random draws.
 
 // Lane loops index several arrays in lock step by lane; that form is what vectorises.
 #![allow(clippy::needless_range_loop)]
@@ -588,16 +588,15 @@ struct Slowdowns {
     /// Lanes per row.
     width: usize,
     bits: Vec<Vec<u32>>,
-    /// The histogram bucket of each value ([`bucket`]), computed here for all lanes at once.
-    buckets: Vec<Vec<u16>>,
     sum: Vec<[f64; LANES]>,
     top: Vec<[u32; LANES]>,
     /// Per class and lane: p50, p99, p99.9 (`None`: no finite slowdowns), from [`select`].
     q: Vec<[Option<[f64; 3]>; LANES]>,
-    /// The selection's histograms, bucket-major (`hist[bucket][lane]`: the lanes' counts of a
-    /// bucket share a cache line; one array per lane would put every lane's count of a bucket
-    /// in the same cache set, 4 KiB apart), and the values of the buckets holding the ranks.
-    hist: Vec<[u32; LANES]>,
+    /// The selection's histograms, bucket-major with rows as wide as the pass (`hist[bucket *
+    /// width + lane]`: the lanes' counts of a bucket share a cache line; one array per lane
+    /// would put every lane's count of a bucket in the same cache set, 4 KiB apart), all zero
+    /// between classes, and the values of the buckets holding the ranks.
+    hist: Vec<u32>,
     pick: Vec<Vec<u32>>,
 }
 
@@ -655,25 +654,35 @@ impl Lane<'_> {
     }
 }
 
-/// Every lane's slowdowns of the measured flows, per class, with their sums and maxima (one
-/// pass over the flows for all lanes).
+/// Every lane's slowdowns of the measured flows, per class, with their sums, maxima and
+/// histograms (one pass over the flows for all lanes), and their quantiles ([`select`]).
 #[inline(always)]
 fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
     const { assert!(L <= LANES) };
     out.width = L;
     out.bits.resize(ap.measured.len(), Vec::new());
-    out.buckets.resize(ap.measured.len(), Vec::new());
     out.sum.clear();
     out.top.clear();
-    for ((v, bk), (idx, inv)) in out.bits.iter_mut().zip(&mut out.buckets).zip(&ap.measured) {
+    out.q.clear();
+    let Slowdowns {
+        bits,
+        sum: sums,
+        top: tops,
+        q,
+        hist,
+        pick,
+        ..
+    } = out;
+    hist.resize(BUCKETS * LANES, 0);
+    let Some(hist) = hist.as_chunks_mut::<L>().0.first_chunk_mut::<BUCKETS>() else {
+        return;
+    };
+    for (v, (idx, inv)) in bits.iter_mut().zip(&ap.measured) {
         v.clear();
         v.reserve(idx.len() * L);
-        bk.clear();
-        bk.reserve(idx.len() * L);
         let mut sum = [0.0f64; LANES];
         let mut top = [0u32; LANES];
         for (&i, &inv) in idx.iter().zip(inv) {
-            let mut bkr = [0u16; L];
             let e = &ex[i as usize];
             let mut x = [0.0; L];
             for l in 0..L {
@@ -687,33 +696,25 @@ fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
             for l in 0..L {
                 top[l] = top[l].max(xb[l]);
             }
-            for l in 0..L {
-                bkr[l] = bucket(xb[l]) as u16;
-            }
+            count(hist, &xb);
             v.extend_from_slice(&xb);
-            bk.extend_from_slice(&bkr);
         }
-        out.sum.push(sum);
-        out.top.push(top);
+        q.push(select::<L>(v.as_chunks::<L>().0, &top, hist, pick));
+        sums.push(sum);
+        tops.push(top);
     }
-    let Slowdowns {
-        bits,
-        buckets,
-        top,
-        q,
-        hist,
-        pick,
-        ..
-    } = out;
-    q.clear();
-    for ((v, bk), top) in bits.iter().zip(buckets.iter()).zip(top.iter()) {
-        q.push(select::<L>(
-            v.as_chunks::<L>().0,
-            bk.as_chunks::<L>().0,
-            top,
-            hist,
-            pick,
-        ));
+}
+
+/// Counts a row of lanes' values (`f32` bits of slowdowns ≥ 1) into their histograms.
+#[inline(always)]
+fn count<const L: usize>(hist: &mut [[u32; L]; BUCKETS], xb: &[u32; L]) {
+    let mut bk = [0u32; L];
+    for l in 0..L {
+        bk[l] = bucket(xb[l]) as u32;
+    }
+    for l in 0..L {
+        // Buckets are below BUCKETS (a power of two): the mask drops the bounds check.
+        hist[bk[l] as usize & (BUCKETS - 1)][l] += 1;
     }
 }
 
@@ -848,18 +849,32 @@ fn bucket(bits: u32) -> usize {
 }
 
 /// p50, p99 and p99.9 of the slowdowns (≥ 1) of every lane l < `L`, given as `f32` bits
-/// (`v[i][l]`), their buckets (`bk[i][l]`) and each lane's largest value; equal to sorting and
-/// taking nearest ranks. One pass over the rows fills every lane's histogram; each lane's
-/// ranks are located in it (p50 counting from the bottom, p99.9 and p99 from the top, where
-/// they lie in the last ≈ 1 % of the values); a second pass over the rows collects, for all
-/// lanes at once, the values inside those buckets (a lane mask per row, usually empty), and a
-/// selection within them finishes. A lane without finite values gets `None`.
+/// (`v[i][l]`), with each lane's largest value and histogram (from [`count`]; zero again on
+/// return); equal to sorting and taking nearest ranks. Each lane's ranks are located in its
+/// histogram (p50 counting from the bottom, p99.9 and p99 from the top, where they lie in the
+/// last ≈ 1 % of the values); a pass over the rows collects, for all lanes at once, the values
+/// inside those buckets (a lane mask per row, usually empty), and a selection within them
+/// finishes. A lane without finite values gets `None`.
 #[inline(always)]
 fn select<const L: usize>(
     v: &[[u32; L]],
-    bk: &[[u16; L]],
     top: &[u32; LANES],
-    hist: &mut Vec<[u32; LANES]>,
+    hist: &mut [[u32; L]; BUCKETS],
+    pick: &mut Vec<Vec<u32>>,
+) -> [Option<[f64; 3]>; LANES] {
+    // Buckets in use (every value's bucket is at most its lane's largest value's).
+    let nb = (0..L).map(|l| bucket(top[l]) + 1).max().unwrap_or(1);
+    let out = quantiles(v, top, &hist[..nb], pick);
+    hist[..nb].fill([0; L]);
+    out
+}
+
+/// [`select`] given the histograms' buckets in use.
+#[inline(always)]
+fn quantiles<const L: usize>(
+    v: &[[u32; L]],
+    top: &[u32; LANES],
+    hist: &[[u32; L]],
     pick: &mut Vec<Vec<u32>>,
 ) -> [Option<[f64; 3]>; LANES] {
     let mut out = [None; LANES];
@@ -868,29 +883,15 @@ fn select<const L: usize>(
     if !valid.iter().any(|&x| x) {
         return out;
     }
-    // Buckets in use (every value's bucket is at most its lane's largest value's).
-    let nb = (0..L).map(|l| bucket(top[l]) + 1).max().unwrap_or(1);
-    hist.resize(BUCKETS, [0; LANES]);
-    let Some(hist) = hist.first_chunk_mut::<BUCKETS>() else {
-        return out;
-    };
-    hist[..nb].fill([0; LANES]);
-    for row in bk {
-        for l in 0..L {
-            // Buckets are below BUCKETS (a power of two): the mask drops the bounds check.
-            hist[row[l] as usize & (BUCKETS - 1)][l] += 1;
-        }
-    }
     let ranks = [rank(n, 0.5), rank(n, 0.99), rank(n, 0.999)];
-    // Per lane: each rank's bucket (u16::MAX, never a bucket, for invalid lanes) and its rank
+    // Per lane: each rank's bucket (u32::MAX, never a bucket, for invalid lanes) and its rank
     // within the bucket.
-    let mut target = [[u16::MAX; L]; 3];
+    let mut target = [[u32::MAX; L]; 3];
     let mut within = [[0usize; L]; 3];
     for l in (0..L).filter(|&l| valid[l]) {
-        let h = &hist[..nb];
         let mut at = [(0usize, 0usize); 3];
         let mut below = 0usize;
-        for (k, c) in h.iter().map(|r| r[l]).enumerate() {
+        for (k, c) in hist.iter().map(|r| r[l]).enumerate() {
             if ranks[0] < below + c as usize {
                 at[0] = (k, ranks[0] - below);
                 break;
@@ -899,7 +900,7 @@ fn select<const L: usize>(
         }
         let mut above = 0usize;
         let mut next = 2;
-        for (k, c) in h.iter().map(|r| r[l]).enumerate().rev() {
+        for (k, c) in hist.iter().map(|r| r[l]).enumerate().rev() {
             let first = n - above - c as usize;
             while next > 0 && ranks[next] >= first {
                 at[next] = (k, ranks[next] - first);
@@ -911,7 +912,7 @@ fn select<const L: usize>(
             }
         }
         for (j, &(b, r)) in at.iter().enumerate() {
-            target[j][l] = b as u16;
+            target[j][l] = b as u32;
             within[j][l] = r;
         }
     }
@@ -919,23 +920,27 @@ fn select<const L: usize>(
     for p in pick.iter_mut() {
         p.clear();
     }
-    // The values in those buckets (compared by bucket, a row of lanes of u16 at a time). The
-    // targets go through memory (`black_box`): kept in scalar registers, they would be
-    // gathered into vectors again for every row.
+    // The values in those buckets (each row's buckets computed again, for all its lanes at
+    // once). The targets go through memory (`black_box`): kept in scalar registers, they
+    // would be gathered into vectors again for every row.
     let target = std::hint::black_box(target);
-    for (row, bkr) in v.iter().zip(bk) {
+    for row in v {
+        let mut bk = [0u32; L];
+        for l in 0..L {
+            bk[l] = bucket(row[l]) as u32;
+        }
         // 0 in a lane whose bucket is one of its targets (xor and minimum vectorise; a
         // comparison's boolean would not).
-        let mut miss = [u16::MAX; L];
+        let mut miss = [u32::MAX; L];
         for j in 0..3 {
             for l in 0..L {
-                miss[l] = miss[l].min(bkr[l] ^ target[j][l]);
+                miss[l] = miss[l].min(bk[l] ^ target[j][l]);
             }
         }
         if miss.iter().fold(1, |a, &m| a & m.min(1)) == 0 {
             for j in 0..3 {
                 for l in 0..L {
-                    if bkr[l] == target[j][l] {
+                    if bk[l] == target[j][l] {
                         pick[j * LANES + l].push(row[l]);
                     }
                 }
@@ -975,8 +980,12 @@ mod tests {
                 .map(|i| std::array::from_fn(|l| (v[(i + l * 7) % n] as f32).to_bits()))
                 .collect();
             let top = std::array::from_fn(|l| bits.iter().map(|r| r[l]).max().unwrap_or(0));
-            let bk: Vec<[u16; LANES]> = bits.iter().map(|r| r.map(|x| bucket(x) as u16)).collect();
-            let q = select::<LANES>(&bits, &bk, &top, &mut Vec::new(), &mut Vec::new());
+            let mut hist = [[0; LANES]; BUCKETS];
+            for row in &bits {
+                count(&mut hist, row);
+            }
+            let q = select::<LANES>(&bits, &top, &mut hist, &mut Vec::new());
+            assert_eq!(hist, [[0; LANES]; BUCKETS], "n {n}: the histograms are left zero");
             for q in q {
                 let [p50, p99, p999] = q.unwrap();
                 assert_eq!(Some(p50), percentile(&sorted, 0.5), "n {n}");
