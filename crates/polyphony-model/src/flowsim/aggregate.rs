@@ -105,6 +105,8 @@ struct AggFlow {
 struct AggLink {
     /// Bytes per ns.
     r: F,
+    /// 1 / `r` (ns per byte).
+    inv_r: F,
     flows: Vec<AggFlow>,
     /// Per class: the top of its truncated-sum curve (from its largest flow).
     top: [Top; MAX_CLASSES],
@@ -192,7 +194,12 @@ impl AggPlan {
                         }
                     })
                     .collect();
-                AggLink { r: r as F, flows, top }
+                AggLink {
+                    r: r as F,
+                    inv_r: 1.0 / r as F,
+                    flows,
+                    top,
+                }
             })
             .collect();
         AggPlan {
@@ -494,7 +501,7 @@ fn delay<const W: usize, const CH: usize>(
 ) {
     let c = f.class as usize;
     let s = f.work;
-    let inv_r = 1.0 / link.r;
+    let inv_r = link.inv_r;
     for ((pd, kn), ex) in pd.iter().zip(kn).zip(ex.iter_mut()) {
         for l in 0..W {
             let inv_share = pd.wa[l] * kn.inv_w[c][l] * inv_r;

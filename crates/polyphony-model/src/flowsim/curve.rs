@@ -146,15 +146,28 @@ fn pick(mask: u32, a: F, b: F) -> F {
     F::from_bits((a.to_bits() & mask) | (b.to_bits() & !mask))
 }
 
-/// Per lane, `v[k]` for the last k whose mask `below[k]` is set (k = 0 when none is; the set
-/// masks form a prefix), by a tree of selects: two deep.
+/// Per lane, `v[k]` for the last k whose segment starts below `level` (`y[k] < level`; k = 0
+/// when none does; those k form a prefix), by a tree of selects: two deep. Which form of
+/// select the compiler turns into vector blends depends on the width: a comparison choosing
+/// between floats at four lanes (there the bitwise form became scalar integer work: a
+/// four-lane pass took 1.2× as long), the bitwise [`pick`] at one and sixteen (there the
+/// comparison form took 1.1× / 1.4× as long; `examples/aggregate_batch`).
 #[inline(always)]
-fn last_below<const L: usize>(below: &[[u32; L]; G + 1], v: &[[F; L]; G + 1]) -> [F; L] {
+fn last_below<const L: usize>(y: &[[F; L]; G + 2], level: &[F; L], v: &[[F; L]; G + 1]) -> [F; L] {
     let mut out = [0.0; L];
     for l in 0..L {
-        let lo = pick(below[1][l], v[1][l], v[0][l]);
-        let hi = pick(below[3][l], v[3][l], v[2][l]);
-        out[l] = pick(below[4][l], v[4][l], pick(below[2][l], hi, lo));
+        let s = level[l];
+        if L == 4 {
+            let lo = if y[1][l] < s { v[1][l] } else { v[0][l] };
+            let hi = if y[3][l] < s { v[3][l] } else { v[2][l] };
+            let mid = if y[2][l] < s { hi } else { lo };
+            out[l] = if y[4][l] < s { v[4][l] } else { mid };
+        } else {
+            let m = |k: usize| ((y[k][l] < s) as u32).wrapping_neg();
+            let lo = pick(m(1), v[1][l], v[0][l]);
+            let hi = pick(m(3), v[3][l], v[2][l]);
+            out[l] = pick(m(4), v[4][l], pick(m(2), hi, lo));
+        }
     }
     out
 }
@@ -205,16 +218,10 @@ impl<const L: usize> Curves<L> {
         // and the last of them is picked by a tree of selects on the comparisons (independent
         // of each other: two selects deep instead of a chain of four updates).
         const { assert!(G == 4, "the select tree below is written for four grid points") };
-        let mut below = [[0u32; L]; G + 1];
-        for k in 1..=G {
-            for l in 0..L {
-                below[k][l] = ((y[k][l] < served[l]) as u32).wrapping_neg();
-            }
-        }
         let seg_x: [[F; L]; G + 1] = SEG_X.map(|x| [x; L]);
-        let sx = last_below(&below, &seg_x);
-        let sy = last_below(&below, &std::array::from_fn(|k| y[k]));
-        let sl = last_below(&below, &slope);
+        let sx = last_below(y, &served, &seg_x);
+        let sy = last_below(y, &served, &std::array::from_fn(|k| y[k]));
+        let sl = last_below(y, &served, &slope);
         let mut d = [0.0; L];
         for l in 0..L {
             d[l] = if sl[l] > 0.0 {
