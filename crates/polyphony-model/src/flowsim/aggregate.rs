@@ -56,8 +56,9 @@
 //! finer than the model). Smaller groups run narrower passes, at a fraction of a sixteen-lane
 //! pass's cost: one configuration a single lane, two to four (the controller's Nelder–Mead
 //! rounds) four lanes. The reductions run in the same vectorised function, for the whole
-//! group at once: the slowdowns of the measured flows with
-//! their sums, maxima and every lane's 32-bucket-per-octave histogram, then an exact
+//! group at once, in one pass over the flows in flow order: the latest completion, the
+//! slowdowns of the measured flows with
+//! their sums, maxima and every lane's 32-bucket-per-octave histogram per class, then an exact
 //! nearest-rank selection of p50, p99 and p99.9 per class and lane (the histogram locates each
 //! rank's bucket; a second pass collects those buckets' values for all lanes at once, and only
 //! they are selected in). Deterministic: no random draws.
@@ -116,28 +117,45 @@ struct AggLink {
 pub(crate) struct AggPlan {
     links: Vec<AggLink>,
     classes: usize,
-    /// Per class: its measured flows and 1 / their ideal FCTs (ns).
-    measured: Vec<(Vec<u32>, Vec<F>)>,
-    /// Per flow: start + ideal FCT (ns).
-    ideal_end: Vec<f64>,
+    /// Per class: its measured flows.
+    measured: Vec<usize>,
+    /// Per flow, in flow order: what the reductions need.
+    ends: Vec<FlowEnd>,
+}
+
+/// One flow as the reductions see it.
+#[derive(Debug, Clone, Copy)]
+struct FlowEnd {
+    /// Start + ideal FCT (ns).
+    ideal_end: f64,
+    /// 1 / the ideal FCT (1 / ns).
+    inv_ideal: F,
+    class: u8,
+    /// It counts towards the SLIs.
+    measured: bool,
 }
 
 impl AggPlan {
     pub fn new(input: &ModelInput, p: &Plan) -> AggPlan {
         let classes = input.classes.len();
         let flows = &input.workload.flows;
-        let mut measured = vec![(Vec::new(), Vec::new()); classes];
-        for (i, (f, &c)) in flows.iter().zip(&p.flow_class).enumerate() {
-            if input.measured(f.start) {
-                let (idx, inv) = &mut measured[c as usize];
-                idx.push(i as u32);
-                inv.push((1.0 / p.ideals[i].0.max(1) as f64) as F);
-            }
-        }
-        let ideal_end = flows
+        let mut measured = vec![0; classes];
+        let ends = flows
             .iter()
+            .zip(&p.flow_class)
             .zip(&p.ideals)
-            .map(|(f, i)| f.start.0 as f64 + i.0 as f64)
+            .map(|((f, &class), ideal)| {
+                let m = input.measured(f.start);
+                if m {
+                    measured[class as usize] += 1;
+                }
+                FlowEnd {
+                    ideal_end: f.start.0 as f64 + ideal.0 as f64,
+                    inv_ideal: (1.0 / ideal.0.max(1) as f64) as F,
+                    class,
+                    measured: m,
+                }
+            })
             .collect();
         let links = p
             .links
@@ -206,7 +224,7 @@ impl AggPlan {
             links,
             classes,
             measured,
-            ideal_end,
+            ends,
         }
     }
 
@@ -217,7 +235,7 @@ impl AggPlan {
 
     /// Flows that count towards the SLIs.
     pub fn measured_flows(&self) -> u64 {
-        self.measured.iter().map(|(idx, _)| idx.len() as u64).sum()
+        self.measured.iter().map(|&n| n as u64).sum()
     }
 }
 
@@ -599,10 +617,11 @@ struct Slowdowns {
     top: Vec<[u32; LANES]>,
     /// Per class and lane: p50, p99, p99.9 (`None`: no finite slowdowns), from [`select`].
     q: Vec<[Option<[f64; 3]>; LANES]>,
-    /// The selection's histograms, bucket-major with rows as wide as the pass (`hist[bucket *
-    /// width + lane]`: the lanes' counts of a bucket share a cache line; one array per lane
-    /// would put every lane's count of a bucket in the same cache set, 4 KiB apart), all zero
-    /// between classes, and the values of the buckets holding the ranks.
+    /// The selection's histograms, one per class, bucket-major with rows as wide as the pass
+    /// (`hist[(class * BUCKETS + bucket) * width + lane]`: the lanes' counts of a bucket share
+    /// a cache line; one array per lane would put every lane's count of a bucket in the same
+    /// cache set, 4 KiB apart), all zero between passes, and the values of the buckets holding
+    /// the ranks.
     hist: Vec<u32>,
     pick: Vec<Vec<u32>>,
 }
@@ -661,13 +680,20 @@ impl Lane<'_> {
     }
 }
 
-/// Every lane's slowdowns of the measured flows, per class, with their sums, maxima and
-/// histograms (one pass over the flows for all lanes), and their quantiles ([`select`]).
+/// The reductions, in one pass over the flows in flow order (each flow's row of lanes read
+/// once): every lane's latest completion (returned) and every lane's slowdowns of the measured
+/// flows, per class, with their sums, maxima and histograms; then each class's quantiles
+/// ([`select`]).
 #[inline(always)]
-fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
+fn reductions<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) -> [f64; L] {
     const { assert!(L <= LANES) };
+    let mut end = [0.0f64; L];
     out.width = L;
-    out.bits.resize(ap.measured.len(), Vec::new());
+    out.bits.resize(ap.classes, Vec::new());
+    for (v, &n) in out.bits.iter_mut().zip(&ap.measured) {
+        v.clear();
+        v.reserve(n * L);
+    }
     out.sum.clear();
     out.top.clear();
     out.q.clear();
@@ -680,36 +706,41 @@ fn slowdowns<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) {
         pick,
         ..
     } = out;
-    hist.resize(BUCKETS * LANES, 0);
-    let Some(hist) = hist.as_chunks_mut::<L>().0.first_chunk_mut::<BUCKETS>() else {
-        return;
-    };
-    for (v, (idx, inv)) in bits.iter_mut().zip(&ap.measured) {
-        v.clear();
-        v.reserve(idx.len() * L);
-        let mut sum = [0.0f64; LANES];
-        let mut top = [0u32; LANES];
-        for (&i, &inv) in idx.iter().zip(inv) {
-            let e = &ex[i as usize];
-            let mut x = [0.0; L];
-            for l in 0..L {
-                x[l] = 1.0 + max(e[l], 0.0) * inv;
-            }
-            for l in 0..L {
-                sum[l] += x[l] as f64;
-            }
-            // One step per loop, so that each vectorises.
-            let xb = x.map(f32::to_bits);
-            for l in 0..L {
-                top[l] = top[l].max(xb[l]);
-            }
-            count(hist, &xb);
-            v.extend_from_slice(&xb);
+    hist.resize(MAX_CLASSES * BUCKETS * LANES, 0);
+    // One histogram of rows of `L` lanes per class.
+    let hists = hist.as_chunks_mut::<L>().0.as_chunks_mut::<BUCKETS>().0;
+    let mut sum = [[0.0f64; LANES]; MAX_CLASSES];
+    let mut top = [[0u32; LANES]; MAX_CLASSES];
+    for (e, fe) in ex.iter().zip(&ap.ends) {
+        for l in 0..L {
+            let v = fe.ideal_end + max(e[l], 0.0) as f64;
+            end[l] = if v > end[l] { v } else { end[l] };
         }
-        q.push(select::<L>(v.as_chunks::<L>().0, &top, hist, pick));
-        sums.push(sum);
-        tops.push(top);
+        if !fe.measured {
+            continue;
+        }
+        let c = fe.class as usize;
+        let mut x = [0.0; L];
+        for l in 0..L {
+            x[l] = 1.0 + max(e[l], 0.0) * fe.inv_ideal;
+        }
+        // One step per loop, so that each vectorises.
+        for l in 0..L {
+            sum[c][l] += x[l] as f64;
+        }
+        let xb = x.map(f32::to_bits);
+        for l in 0..L {
+            top[c][l] = top[c][l].max(xb[l]);
+        }
+        count(&mut hists[c], &xb);
+        bits[c].extend_from_slice(&xb);
     }
+    for (c, v) in bits.iter().enumerate() {
+        q.push(select::<L>(v.as_chunks::<L>().0, &top[c], &mut hists[c], pick));
+        sums.push(sum[c]);
+        tops.push(top[c]);
+    }
+    end
 }
 
 /// Counts a row of lanes' values (`f32` bits of slowdowns ≥ 1) into their histograms.
@@ -723,19 +754,6 @@ fn count<const L: usize>(hist: &mut [[u32; L]; BUCKETS], xb: &[u32; L]) {
         // Buckets are below BUCKETS (a power of two): the mask drops the bounds check.
         hist[bk[l] as usize & (BUCKETS - 1)][l] += 1;
     }
-}
-
-/// Every lane's latest completion (ns).
-#[inline(always)]
-fn ends<const L: usize>(ap: &AggPlan, ex: &[[F; L]]) -> [f64; L] {
-    let mut end = [0.0f64; L];
-    for (e, &i) in ex.iter().zip(&ap.ideal_end) {
-        for l in 0..L {
-            let v = i + max(e[l], 0.0) as f64;
-            end[l] = if v > end[l] { v } else { end[l] };
-        }
-    }
-    end
 }
 
 /// Configurations evaluated together in one pass over the flows.
@@ -824,8 +842,7 @@ fn pass_portable<const L: usize, const W: usize, const CH: usize>(
     sd: &mut Slowdowns,
 ) -> [f64; L] {
     run_links(ap, kn, ex);
-    slowdowns(ap, ex, sd);
-    ends(ap, ex)
+    reductions(ap, ex, sd)
 }
 
 #[cfg(target_arch = "x86_64")]
