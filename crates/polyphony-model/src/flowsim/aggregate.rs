@@ -386,7 +386,7 @@ fn drain<const L: usize, const NC: usize>(b: &mut [[F; L]; MAX_CLASSES], kn: &Kn
     }
 }
 
-/// One link's state in one chunk of `W` lanes: every class's GPS backlog and curve.
+/// One link's state in `W` lanes: every class's GPS backlog and curve.
 #[derive(Clone, Copy)]
 struct LinkState<const W: usize> {
     b: [[F; W]; MAX_CLASSES],
@@ -400,8 +400,7 @@ impl<const W: usize> LinkState<W> {
     };
 }
 
-/// Adds each flow's delay on `link` beyond an idle link to `extra` (per lane), the lanes in
-/// `CH` chunks of `W`.
+/// Adds each flow's delay on `link` beyond an idle link to `extra` (per lane).
 ///
 /// Each arrival is two steps: [`arrive`] updates the link's state (drain, curve shift, the
 /// flow joins its class) and returns what the flow's delay needs ([`Pending`]); [`delay`]
@@ -410,32 +409,27 @@ impl<const W: usize> LinkState<W> {
 /// in program order the independent work sits next to the chain, where the processor can
 /// overlap the two (same arithmetic, same results).
 #[inline(always)]
-fn run_link<const L: usize, const W: usize, const CH: usize, const NC: usize>(
-    link: &AggLink,
-    kn: &[Knobs<W>; CH],
-    extra: &mut [[F; L]],
-) {
-    const { assert!(W * CH == L) };
-    let mut st = [LinkState::<W>::EMPTY; CH];
-    let mut pending: Option<(&AggFlow, [Pending<W>; CH])> = None;
+fn run_link<const L: usize, const NC: usize>(link: &AggLink, kn: &Knobs<L>, extra: &mut [[F; L]]) {
+    let mut st = LinkState::<L>::EMPTY;
+    let mut pending: Option<(&AggFlow, Pending<L>)> = None;
     for f in &link.flows {
         // The class as a constant, so that everything indexed by it is found at compile time.
         let next = match f.class {
-            0 => arrive::<W, CH, NC, 0>(link, f, &mut st, kn),
-            1 => arrive::<W, CH, NC, 1>(link, f, &mut st, kn),
-            2 => arrive::<W, CH, NC, 2>(link, f, &mut st, kn),
-            3 => arrive::<W, CH, NC, 3>(link, f, &mut st, kn),
-            4 => arrive::<W, CH, NC, 4>(link, f, &mut st, kn),
-            5 => arrive::<W, CH, NC, 5>(link, f, &mut st, kn),
-            6 => arrive::<W, CH, NC, 6>(link, f, &mut st, kn),
-            _ => arrive::<W, CH, NC, 7>(link, f, &mut st, kn),
+            0 => arrive::<L, NC, 0>(link, f, &mut st, kn),
+            1 => arrive::<L, NC, 1>(link, f, &mut st, kn),
+            2 => arrive::<L, NC, 2>(link, f, &mut st, kn),
+            3 => arrive::<L, NC, 3>(link, f, &mut st, kn),
+            4 => arrive::<L, NC, 4>(link, f, &mut st, kn),
+            5 => arrive::<L, NC, 5>(link, f, &mut st, kn),
+            6 => arrive::<L, NC, 6>(link, f, &mut st, kn),
+            _ => arrive::<L, NC, 7>(link, f, &mut st, kn),
         };
         if let Some((pf, pd)) = pending.replace((f, next)) {
-            delay(link, pf, &pd, kn, extra[pf.flow as usize].as_chunks_mut::<W>().0);
+            delay(link, pf, &pd, kn, &mut extra[pf.flow as usize]);
         }
     }
     if let Some((pf, pd)) = pending {
-        delay(link, pf, &pd, kn, extra[pf.flow as usize].as_chunks_mut::<W>().0);
+        delay(link, pf, &pd, kn, &mut extra[pf.flow as usize]);
     }
 }
 
@@ -453,17 +447,17 @@ struct Pending<const W: usize> {
 /// Flow `f` of class `C` arrives on `link`: drain the backlogs since the previous arrival,
 /// shift the class's curve, note what the flow's delay needs, add the flow to the class.
 #[inline(always)]
-fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
+fn arrive<const W: usize, const NC: usize, const C: usize>(
     link: &AggLink,
     f: &AggFlow,
-    st: &mut [LinkState<W>; CH],
-    kn: &[Knobs<W>; CH],
-) -> [Pending<W>; CH] {
-    let mut out = [Pending {
+    st: &mut LinkState<W>,
+    kn: &Knobs<W>,
+) -> Pending<W> {
+    let mut out = Pending {
         ts: [0.0; W],
         wa: [0.0; W],
         q: [0.0; W],
-    }; CH];
+    };
     if C >= NC {
         // No such class (the match above has an arm for every class index).
         return out;
@@ -471,86 +465,76 @@ fn arrive<const W: usize, const CH: usize, const NC: usize, const C: usize>(
     let r = link.r;
     let top = &link.top[C];
     let s = f.work;
-    for ((st, kn), out) in st.iter_mut().zip(kn).zip(out.iter_mut()) {
-        let b = &mut st.b;
-        if f.idle {
-            *b = [[0.0; W]; MAX_CLASSES];
-        } else if NC <= FILL_CLASSES {
-            drain_fill::<W, NC>(b, kn, r, f.dt);
-        } else {
-            drain::<W, NC>(b, kn, r, f.dt);
-        }
-        let cv = &mut st.cv[C];
-        if b[C].iter().all(|&x| x <= 0.0) {
-            // Idle in every lane: no flow left in the class.
-            *cv = Curves::EMPTY;
-        } else {
-            cv.serve(&b[C], top);
-        }
-        out.ts = cv.at(&f.point);
-        // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
-        out.wa = kn.w[C];
-        for j in 0..NC {
-            if j != C {
-                for l in 0..W {
-                    out.wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
-                }
+    let b = &mut st.b;
+    if f.idle {
+        *b = [[0.0; W]; MAX_CLASSES];
+    } else if NC <= FILL_CLASSES {
+        drain_fill::<W, NC>(b, kn, r, f.dt);
+    } else {
+        drain::<W, NC>(b, kn, r, f.dt);
+    }
+    let cv = &mut st.cv[C];
+    if b[C].iter().all(|&x| x <= 0.0) {
+        // Idle in every lane: no flow left in the class.
+        *cv = Curves::EMPTY;
+    } else {
+        cv.serve(&b[C], top);
+    }
+    out.ts = cv.at(&f.point);
+    // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
+    out.wa = kn.w[C];
+    for j in 0..NC {
+        if j != C {
+            for l in 0..W {
+                out.wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
             }
         }
-        for l in 0..W {
-            out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
-        }
-        for l in 0..W {
-            b[C][l] += s;
-        }
-        cv.add(s);
     }
+    for l in 0..W {
+        out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
+    }
+    for l in 0..W {
+        b[C][l] += s;
+    }
+    cv.add(s);
     out
 }
 
 /// Adds flow `f`'s delay on `link` to `ex`, from what [`arrive`] noted.
 #[inline(always)]
-fn delay<const W: usize, const CH: usize>(
-    link: &AggLink,
-    f: &AggFlow,
-    pd: &[Pending<W>; CH],
-    kn: &[Knobs<W>; CH],
-    ex: &mut [[F; W]],
-) {
+fn delay<const W: usize>(link: &AggLink, f: &AggFlow, pd: &Pending<W>, kn: &Knobs<W>, ex: &mut [F; W]) {
     let c = f.class as usize;
     let s = f.work;
     let inv_r = link.inv_r;
-    for ((pd, kn), ex) in pd.iter().zip(kn).zip(ex.iter_mut()) {
-        for l in 0..W {
-            let inv_share = pd.wa[l] * kn.inv_w[c][l] * inv_r;
-            // 1/ρ = 1/√(share · max(avail, share)), without dividing.
-            let inv_rho = (inv_share * min(f.inv_avail, inv_share)).sqrt();
-            // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
-            // the class's offered load over its service rate (processor sharing's mean).
-            let u = min(f.load * inv_rho, U_MAX);
-            let ps = max(pd.ts[l].mul_add(inv_rho, s * inv_rho / (1.0 - u)) - f.work_inv_r, 0.0);
-            // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
-            // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
-            // multiple cannot round up; flows long enough for that to matter hit k_lim.
-            let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
-            let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
-            let k = min(bits, kn.k_lim[c][l]);
-            ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
-        }
+    for l in 0..W {
+        let inv_share = pd.wa[l] * kn.inv_w[c][l] * inv_r;
+        // 1/ρ = 1/√(share · max(avail, share)), without dividing.
+        let inv_rho = (inv_share * min(f.inv_avail, inv_share)).sqrt();
+        // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
+        // the class's offered load over its service rate (processor sharing's mean).
+        let u = min(f.load * inv_rho, U_MAX);
+        let ps = max(pd.ts[l].mul_add(inv_rho, s * inv_rho / (1.0 - u)) - f.work_inv_r, 0.0);
+        // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
+        // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
+        // multiple cannot round up; flows long enough for that to matter hit k_lim.
+        let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
+        let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
+        let k = min(bits, kn.k_lim[c][l]);
+        ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
     }
 }
 
 /// Runs every link with the class count as a constant (so the loops over classes unroll);
 /// above 4 classes the unused ones of [`MAX_CLASSES`] never hold a backlog.
 #[inline(always)]
-fn run_links<const L: usize, const W: usize, const CH: usize>(ap: &AggPlan, kn: &[Knobs<W>; CH], ex: &mut [[F; L]]) {
+fn run_links<const L: usize>(ap: &AggPlan, kn: &Knobs<L>, ex: &mut [[F; L]]) {
     for link in &ap.links {
         match ap.classes {
-            0 | 1 => run_link::<L, W, CH, 1>(link, kn, ex),
-            2 => run_link::<L, W, CH, 2>(link, kn, ex),
-            3 => run_link::<L, W, CH, 3>(link, kn, ex),
-            4 => run_link::<L, W, CH, 4>(link, kn, ex),
-            _ => run_link::<L, W, CH, MAX_CLASSES>(link, kn, ex),
+            0 | 1 => run_link::<L, 1>(link, kn, ex),
+            2 => run_link::<L, 2>(link, kn, ex),
+            3 => run_link::<L, 3>(link, kn, ex),
+            4 => run_link::<L, 4>(link, kn, ex),
+            _ => run_link::<L, MAX_CLASSES>(link, kn, ex),
         }
     }
 }
@@ -795,7 +779,7 @@ fn run_narrow<'a, const L: usize>(
         return;
     };
     let params: [&[ClassParams]; L] = std::array::from_fn(|l| group.get(l).copied().unwrap_or(last));
-    let kn = [Knobs::<L>::new(&params, opts)];
+    let kn = Knobs::<L>::new(&params, opts);
     lanes.clear();
     lanes.extend(base_extra.iter().map(|&e| [e as F; L]));
     let end = pass(ap, &kn, lanes, sd);
@@ -818,12 +802,7 @@ fn run_narrow<'a, const L: usize>(
 /// every path — one instruction with FMA, the library's exact `fmaf` without it (slower,
 /// same results) — and Rust neither contracts nor reorders other floating-point operations,
 /// so every path gives the same results.
-fn pass<const L: usize, const W: usize, const CH: usize>(
-    ap: &AggPlan,
-    kn: &[Knobs<W>; CH],
-    ex: &mut [[F; L]],
-    sd: &mut Slowdowns,
-) -> [f64; L] {
+fn pass<const L: usize>(ap: &AggPlan, kn: &Knobs<L>, ex: &mut [[F; L]], sd: &mut Slowdowns) -> [f64; L] {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
@@ -835,24 +814,14 @@ fn pass<const L: usize, const W: usize, const CH: usize>(
 }
 
 #[inline(always)]
-fn pass_portable<const L: usize, const W: usize, const CH: usize>(
-    ap: &AggPlan,
-    kn: &[Knobs<W>; CH],
-    ex: &mut [[F; L]],
-    sd: &mut Slowdowns,
-) -> [f64; L] {
+fn pass_portable<const L: usize>(ap: &AggPlan, kn: &Knobs<L>, ex: &mut [[F; L]], sd: &mut Slowdowns) -> [f64; L] {
     run_links(ap, kn, ex);
     reductions(ap, ex, sd)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn pass_avx2_fma<const L: usize, const W: usize, const CH: usize>(
-    ap: &AggPlan,
-    kn: &[Knobs<W>; CH],
-    ex: &mut [[F; L]],
-    sd: &mut Slowdowns,
-) -> [f64; L] {
+fn pass_avx2_fma<const L: usize>(ap: &AggPlan, kn: &Knobs<L>, ex: &mut [[F; L]], sd: &mut Slowdowns) -> [f64; L] {
     pass_portable(ap, kn, ex, sd)
 }
 
