@@ -730,10 +730,7 @@ fn reductions<const L: usize>(ap: &AggPlan, ex: &[[F; L]], out: &mut Slowdowns) 
 /// Counts a row of lanes' values (`f32` bits of slowdowns ≥ 1) into their histograms.
 #[inline(always)]
 fn count<const L: usize>(hist: &mut [[u32; L]; BUCKETS], xb: &[u32; L]) {
-    let mut bk = [0u32; L];
-    for l in 0..L {
-        bk[l] = bucket(xb[l]) as u32;
-    }
+    let bk = buckets(xb);
     for l in 0..L {
         // Buckets are below BUCKETS (a power of two): the mask drops the bounds check.
         hist[bk[l] as usize & (BUCKETS - 1)][l] += 1;
@@ -841,6 +838,16 @@ fn bucket(bits: u32) -> usize {
     ((bits >> 18).max(127 << 5) - (127 << 5)).min(BUCKETS as u32 - 1) as usize
 }
 
+/// The [`bucket`] of every lane of a row (one vectorised step for all lanes).
+#[inline(always)]
+fn buckets<const L: usize>(row: &[u32; L]) -> [u32; L] {
+    let mut bk = [0u32; L];
+    for l in 0..L {
+        bk[l] = bucket(row[l]) as u32;
+    }
+    bk
+}
+
 /// p50, p99 and p99.9 of the slowdowns (≥ 1) of every lane l < `L`, given as `f32` bits
 /// (`v[i][l]`), with each lane's largest value and histogram (from [`count`]; zero again on
 /// return); equal to sorting and taking nearest ranks. Each lane's ranks are located in its
@@ -918,10 +925,7 @@ fn quantiles<const L: usize>(
     // would be gathered into vectors again for every row.
     let target = std::hint::black_box(target);
     for row in v {
-        let mut bk = [0u32; L];
-        for l in 0..L {
-            bk[l] = bucket(row[l]) as u32;
-        }
+        let bk = buckets(row);
         // 0 in a lane whose bucket is one of its targets (xor and minimum vectorise; a
         // comparison's boolean would not).
         let mut miss = [u32::MAX; L];
