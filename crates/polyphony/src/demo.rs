@@ -1,7 +1,9 @@
 //! `polyphony demo`: the closed loop on a scenario (the reference scenario at medium SLO
 //! tightness, time-scaled for simulation, embedded) against the in-process simulated network —
 //! pktsim plays the live network, flowsim-corrected is the controller's model — starting from the
-//! scenario's `initial` configuration, else a deliberately poor one. One line per iteration, the convergence iteration (polyphony-core's
+//! scenario's `initial` configuration, else a deliberately poor one. Each iteration measures one
+//! interval of the scenario's traffic (its `interval_s`; 60 s on the built-in scenario;
+//! `--measure-s` overrides both). One line per iteration, the convergence iteration (polyphony-core's
 //! definition: the first iteration from which all SLOs hold for 3 consecutive iterations), and a
 //! plot. Writes only the plot and the optional JSON-lines file.
 
@@ -18,6 +20,12 @@ use polyphony_model::{pool, poor_config, ModelKind, SimulatedNetwork, Traffic, W
 use polyphony_spec::{NetworkConfig, Scenario, SliVector};
 use std::io::Write;
 use std::time::{Duration, Instant};
+
+/// Seconds of traffic per iteration on the built-in reference scenario (`--measure-s`).
+const BUILT_IN_MEASURE_S: f64 = 60.0;
+
+/// Most seconds of traffic `--measure-s` accepts.
+const MAX_MEASURE_S: f64 = 600.0;
 
 /// Consecutive compliant iterations that count as converged (DESIGN.md, paper §8.1).
 pub const CONVERGENCE_K: usize = 3;
@@ -64,13 +72,20 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
     plot::check(&args.plot)?;
     let mut scenario = match &args.scenario {
         Some(p) => load_scenario(p).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?,
-        None => demo_scenario()?,
+        None => {
+            let mut s = demo_scenario()?;
+            s.interval_s = BUILT_IN_MEASURE_S;
+            s
+        }
     };
-    let m = args.measure_s;
-    if !(m.is_finite() && (1.0..=600.0).contains(&m)) {
-        return Err(Failure::Usage(format!("--measure-s {m}: seconds in [1, 600]")));
+    if let Some(m) = args.measure_s {
+        if !(m.is_finite() && m > 0.0 && m <= MAX_MEASURE_S) {
+            return Err(Failure::Usage(format!(
+                "--measure-s {m}: seconds of traffic per iteration, in (0, {MAX_MEASURE_S}]"
+            )));
+        }
+        scenario.interval_s = m;
     }
-    scenario.interval_s = m;
     run(&scenario, &args).map_err(Failure::Runtime)
 }
 

@@ -315,6 +315,7 @@ fn bad_arguments_name_the_flag() {
     assert_one_line_usage_error(&["demo", "--iterations", "many"], &["--iterations", "many"]);
     assert_one_line_usage_error(&["demo", "--plot", "out.jpg"], &["--plot", "out.jpg"]);
     assert_one_line_usage_error(&["demo", "--frobnicate"], &["--frobnicate"]);
+    assert_one_line_usage_error(&["demo", "--measure-s", "0"], &["--measure-s", "0"]);
     assert_one_line_usage_error(&["frobnicate"], &["frobnicate"]);
     assert_one_line_usage_error(
         &["simulate", "--scenario", scenario().to_str().unwrap(), "--model", "ns3"],
