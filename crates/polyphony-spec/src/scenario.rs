@@ -367,7 +367,7 @@ impl Scenario {
                 ));
             }
         }
-        check_total("mix", total)?;
+        check_total("mix[].load", total)?;
         for (p, ph) in self.phases.iter().enumerate() {
             let f = format!("phases[{p}]");
             if !(ph.duration_s.is_finite() && ph.duration_s > 0.0) {
@@ -442,9 +442,10 @@ fn check_total(field: &str, total: f64) -> Result<(), SpecError> {
     if total < 1.0 {
         Ok(())
     } else {
+        // Rounded: a sum of decimal fractions prints as 1.3499999999999999 otherwise.
         Err(SpecError::invalid(
             field,
-            total,
+            format!("{} in all", (total * 1e4).round() / 1e4),
             "the loads add up to 100 % or more of the link: the network could never drain",
         ))
     }
@@ -495,7 +496,7 @@ mod tests {
     fn overload_names_the_key() {
         let bad = REF.replacen("load = 0.2", "load = 0.9", 1);
         let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
-        assert!(e.starts_with("mix = 1.3"), "{e}");
+        assert!(e.starts_with("mix[].load = 1.3 in all"), "{e}");
     }
 
     #[test]
