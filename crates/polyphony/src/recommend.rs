@@ -9,7 +9,7 @@ use crate::actuation;
 use crate::cli::RecommendArgs;
 use crate::config::{DaemonConfig, LoadedConfig, WorkloadSource};
 use crate::demo::describe;
-use crate::state::{PersistedState, StateDir};
+use crate::state::{PersistedState, StateDir, STATE_FILE};
 use crate::Failure;
 use anyhow::{anyhow, Context};
 use polyphony_core::{Controller, Observation, ResidualSpace, Variant};
@@ -79,10 +79,16 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     // The controller and the configuration the advice starts from.
     let (mut controller, current, iteration) = match (&args.state, &args.samples) {
         (Some(p), _) => {
+            // A state directory, or the state file in one; anything else is not a state.
             let dir = if p.is_dir() {
                 p.clone()
-            } else {
+            } else if p.is_file() && p.file_name().is_some_and(|n| n == STATE_FILE) {
                 p.parent().map(Path::to_path_buf).unwrap_or_default()
+            } else {
+                return Err(usage(
+                    "--state",
+                    format!("{}: neither a daemon state directory nor its {STATE_FILE}", p.display()),
+                ));
             };
             let state: PersistedState = StateDir::open_existing(&dir)
                 .and_then(|d| d.load())

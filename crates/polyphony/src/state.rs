@@ -42,12 +42,14 @@ pub enum StateError {
         source: std::io::Error,
     },
     /// The file is not a state this version understands.
-    #[error("{path}: not a polyphony state file ({why}); move it away to start fresh")]
+    #[error("{path}: not a polyphony state file ({why}){hint}")]
     Corrupt {
         /// The file.
         path: String,
         /// Why it was refused.
         why: String,
+        /// What to do about it, starting with "; " (empty when there is nothing to do).
+        hint: String,
     },
 }
 
@@ -297,7 +299,8 @@ impl StateDir {
             };
             StateError::Corrupt {
                 path: path.display().to_string(),
-                why: format!("{why}{hint}"),
+                why,
+                hint,
             }
         })
     }
@@ -308,6 +311,7 @@ impl StateDir {
         let bytes = serde_json::to_vec(state).map_err(|e| StateError::Corrupt {
             path: self.file().display().to_string(),
             why: format!("cannot serialise: {e}"),
+            hint: String::new(),
         })?;
         let file = self.file();
         if file.exists() {

@@ -423,3 +423,30 @@ fn exported_traces_replay_and_bad_traces_name_the_line() {
         assert_one_line_usage_error(&["simulate", "--scenario", sc, "--trace", pp], &[pp, &line, needle]);
     }
 }
+
+/// `recommend --state` names the path it was given when that is no state directory or state
+/// file, and a state file it cannot read once, with one piece of advice.
+#[test]
+fn recommend_names_a_bad_state_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("daemon.toml");
+    std::fs::write(&cfg, good_config(&dir.path().join("state"))).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let missing = dir.path().join("no-such-state");
+    let missing = missing.to_str().unwrap();
+    assert_one_line_usage_error(
+        &["recommend", "--config", cfg, "--state", missing],
+        &["--state", missing],
+    );
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, "{}").unwrap();
+    let other = other.to_str().unwrap();
+    assert_one_line_usage_error(&["recommend", "--config", cfg, "--state", other], &["--state", other]);
+    let bad = dir.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(bad.join("state.json"), "{\"x\": 1}").unwrap();
+    let (code, _, err) = run(&["recommend", "--config", cfg, "--state", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a polyphony state file"), "{err}");
+    assert_eq!(err.matches("start fresh").count(), 1, "{err}");
+}
