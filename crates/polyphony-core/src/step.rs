@@ -76,8 +76,14 @@ pub fn warmup_design(
 /// The step's own state, persisted by a driver that restarts (the daemon).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepState {
-    /// The last configuration whose measurement passed the guard.
+    /// The last configuration whose measurement passed the guard; until one has, the starting
+    /// configuration.
     pub last_good: NetworkConfig,
+    /// `last_good`'s own latest measurement broke the guard (a starting configuration already
+    /// above it): no configuration is known to pass the guard, so a broken guard returns
+    /// nowhere — going back would only repeat a measurement as bad — until one passes.
+    #[serde(default)]
+    pub last_good_failed: bool,
     /// Warm-up progress.
     pub warmup: WarmUp,
 }
@@ -222,6 +228,7 @@ impl<T: Tuner> ControlStep<T> {
             policy,
             StepState {
                 last_good: start,
+                last_good_failed: false,
                 warmup: WarmUp::of(warmup),
             },
         )
@@ -345,11 +352,14 @@ impl<T: Tuner> ControlStep<T> {
             workload: input.workload,
         };
         // The guard, before any model time: a broken guard away from the last known good
-        // configuration returns there.
+        // configuration returns there (when that one is not itself known to break it).
         let broken = self.policy.guard.filter(|g| j > *g);
         if broken.is_none() {
             self.state.last_good = input.config.clone();
-        } else if *input.config != self.state.last_good {
+            self.state.last_good_failed = false;
+        } else if *input.config == self.state.last_good {
+            self.state.last_good_failed = true;
+        } else if !self.state.last_good_failed {
             if phase == Phase::Control {
                 // The tuner still learns that this configuration is bad.
                 record.observed = Some(self.tuner.observe(&obs)?);
@@ -566,6 +576,34 @@ pub(crate) mod tests {
         let d = s.step(&input(&good, &awful, None), &NoModel).unwrap();
         assert_eq!(d.action, Action::Apply);
         assert_eq!(s.last_good(), &good);
+        // It is no longer known to pass the guard, so another configuration above the guard
+        // (here even a better one) does not send the network back to it.
+        let poor = slis(&[(Dscp::AF11, 30.0), (Dscp::AF21, 10.0)]);
+        let d = s.step(&input(&bad, &poor, None), &NoModel).unwrap();
+        assert_eq!(d.action, Action::Apply);
+        assert_ne!(d.reason.kind, ReasonKind::Guard);
+        assert!(s.state().last_good_failed);
+        // Once a configuration passes again, a broken guard returns to it.
+        s.step(&input(&bad, &fine, None), &NoModel).unwrap();
+        assert_eq!((s.last_good(), s.state().last_good_failed), (&bad, false));
+        let d = s.step(&input(&good, &awful, None), &NoModel).unwrap();
+        assert_eq!((d.action, &d.next), (Action::Revert, &bad));
+    }
+
+    #[test]
+    fn a_start_above_the_guard_is_not_returned_to() {
+        let mut s = fixed(Some(2.0), Vec::new());
+        let start = config(30_000);
+        let other = config(60_000);
+        let awful = slis(&[(Dscp::AF11, 50.0), (Dscp::AF21, 10.0)]);
+        let poor = slis(&[(Dscp::AF11, 30.0), (Dscp::AF21, 10.0)]);
+        assert_eq!(
+            s.step(&input(&start, &awful, None), &NoModel).unwrap().action,
+            Action::Apply
+        );
+        let d = s.step(&input(&other, &poor, None), &NoModel).unwrap();
+        assert_eq!(d.action, Action::Apply, "{}", d.reason.text);
+        assert!(d.record.observed.is_some());
     }
 
     #[test]

@@ -152,8 +152,13 @@ pub struct PersistedState {
     pub iteration: u64,
     /// The configuration in force on the network (or advised, in advise mode).
     pub config_in_force: NetworkConfig,
-    /// The last configuration whose measurement passed the guard.
+    /// The last configuration whose measurement passed the guard (until one has, the
+    /// starting one).
     pub last_good: NetworkConfig,
+    /// Whether `last_good`'s own latest measurement broke the guard (the core's
+    /// `StepState::last_good_failed`; absent in older state files: false).
+    #[serde(default)]
+    pub last_good_failed: bool,
     /// The controller's own state (the core's serde form).
     pub controller: serde_json::Value,
     /// Regime shifts seen so far.
@@ -369,6 +374,7 @@ mod tests {
             iteration,
             config_in_force: c.clone(),
             last_good: c,
+            last_good_failed: false,
             controller: serde_json::json!({"samples": [1, 2, 3]}),
             regime_shifts: 0,
             rollbacks: 0,

@@ -175,6 +175,7 @@ async fn run(
             );
             let resumed = StepState {
                 last_good: s.last_good.clone(),
+                last_good_failed: s.last_good_failed,
                 warmup: s.warmup.clone().unwrap_or_else(WarmUp::none),
             };
             (ControlStep::resume(ctl, policy(c), resumed), s)
@@ -187,6 +188,7 @@ async fn run(
                 iteration: 0,
                 config_in_force: initial.clone(),
                 last_good: initial,
+                last_good_failed: false,
                 controller: serde_json::from_str(&step.tuner().to_json().map_err(|e| anyhow!("{e}"))?)?,
                 regime_shifts: 0,
                 rollbacks: 0,
@@ -358,6 +360,7 @@ impl Daemon {
         if let Some(step) = &self.step {
             self.state.controller = serde_json::from_str(&step.tuner().to_json().map_err(|e| anyhow!("{e}"))?)?;
             self.state.last_good = step.last_good().clone();
+            self.state.last_good_failed = step.state().last_good_failed;
             self.state.warmup = Some(step.state().warmup.clone());
         }
         self.dir.save(&self.state)?;
