@@ -24,6 +24,9 @@
 //! * **Determinism.** Each class draws from its own xoshiro256++ stream seeded from
 //!   (seed, class index); the same (scenario, topology, options) give the same workload.
 //!
+//! * **Size of a window.** A window expected to hold more than [`MAX_WINDOW_FLOWS`] flows (at
+//!   its classes' highest loads) is refused before any is drawn: it would not fit in memory.
+//!
 //! This module reads nothing itself; the caller passes the CDFs (see [`mix_cdfs`]).
 
 use crate::cdf::SizeCdf;
@@ -153,6 +156,10 @@ fn phase_at(scenario: &Scenario, t: Nanos) -> Option<(usize, Nanos)> {
     Some((scenario.phases.len() - 1, Nanos(u64::MAX)))
 }
 
+/// Most flows one synthesised window may be expected to hold: about 1 GB of flows, 75 times the
+/// 265 000 of the reference scenario's 12 s at 10 Gbit/s.
+pub const MAX_WINDOW_FLOWS: f64 = 20e6;
+
 /// Synthesises the workload of `scenario` on `topo` over `opts`' window. `cdfs` holds one CDF
 /// per mix entry, in mix order (see [`mix_cdfs`]).
 pub fn synthesize(
@@ -175,6 +182,31 @@ pub fn synthesize(
     };
     // Leaf-spine: every host offers the load on its own link; the dumbbell's senders share one.
     let scale = if dst_fixed.is_some() { 1.0 } else { topo.hosts() as f64 };
+    // Flows expected at every class's highest load (a query's responses count as flows).
+    let expected: f64 = scenario
+        .mix
+        .iter()
+        .zip(cdfs)
+        .enumerate()
+        .map(|(i, (mix, cdf))| {
+            let peak = scenario
+                .phases
+                .iter()
+                .filter_map(|p| p.loads.get(i).copied())
+                .fold(mix.load, f64::max);
+            peak * rate * scale * (opts.duration.0 as f64 * 1e-9) / (cdf.mean() * 8.0).max(1.0)
+        })
+        .sum();
+    if expected > MAX_WINDOW_FLOWS {
+        return Err(ModelError::invalid(
+            "window",
+            format!("{} s", opts.duration.0 as f64 * 1e-9),
+            format!(
+                "about {expected:.3e} flows expected, more than the {MAX_WINDOW_FLOWS:.0e} a window may hold: \
+                 shorten it (the scenario's interval_s, or --duration / --measure-s)"
+            ),
+        ));
+    }
     let end = opts.start.0.saturating_add(opts.duration.0);
     let mut flows = Vec::new();
     for (i, (mix, cdf)) in scenario.mix.iter().zip(cdfs).enumerate() {
@@ -348,6 +380,34 @@ mod tests {
             rate_mbps: 100.0,
             link_delay_us: 2.5,
         }
+    }
+
+    #[test]
+    fn a_window_too_large_to_hold_is_refused_before_drawing() {
+        let mut s = scenario(TopologySpec::Dumbbell {
+            senders: 3,
+            rate_mbps: 100_000.0,
+            link_delay_us: 2.5,
+        });
+        let t = Topology::from_spec(&s.topology).unwrap();
+        let cdfs = mix_cdfs(&s).unwrap();
+        // Flows per second at loads `l`, and a window of `secs`.
+        let per_s = |l: [f64; 3]| (0..3).map(|i| l[i] * 100e9 / (cdfs[i].mean() * 8.0)).sum::<f64>();
+        let window = |secs: f64| SynthesisOptions::new(Nanos::from_secs_f64(secs), 1);
+        let limit_s = MAX_WINDOW_FLOWS / per_s([0.2; 3]);
+        assert!(synthesize(&s, &t, &cdfs, &window(limit_s * 1e-4)).is_ok());
+        let e = synthesize(&s, &t, &cdfs, &window(limit_s * 2.0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("window = ") && e.contains("flows expected"), "{e}");
+        // A phase's higher load counts: a window that fits the mix's loads but not the phase's.
+        s.phases = vec![LoadPhase {
+            duration_s: 1e-6,
+            loads: vec![0.0, 0.0, 0.9],
+        }];
+        let secs = MAX_WINDOW_FLOWS / per_s([0.2, 0.2, 0.9]) * 1.1;
+        assert!(secs < limit_s);
+        assert!(synthesize(&s, &t, &cdfs, &window(secs)).is_err());
     }
 
     #[test]
