@@ -61,12 +61,7 @@ pub fn run_cli(a: &EmuArgs) -> Result<RunSummary, EmuError> {
         .ok_or_else(|| EmuError::invalid("topology.kind", "leaf_spine", "the namespace testbed is a dumbbell"))?;
     let text = read(&a.trace)?;
     let name = a.trace.display().to_string();
-    let wl = if a.trace.extension().is_some_and(|e| e == "csv") {
-        Workload::from_csv(&text, &name)
-    } else {
-        Workload::from_jsonl(&text, &name)
-    }
-    .map_err(|e| EmuError::Input {
+    let wl = Workload::from_file_text(&text, &name).map_err(|e| EmuError::Input {
         path: a.trace.clone(),
         why: e.to_string(),
     })?;

@@ -150,6 +150,21 @@ impl Workload {
         Workload::new(rows.into_iter().map(|(_, f)| f).collect(), Nanos(0))
     }
 
+    /// Parses a workload file of any format the tools write, told apart by its content and
+    /// name: a flow trace (first line [`crate::TRACE_MAGIC`], as `polyphony simulate
+    /// --export-trace` writes it; its flows only — the topology and configuration it records
+    /// are the caller's to check), CSV when `source_name` ends in `.csv` ([`Workload::from_csv`]),
+    /// otherwise JSON lines ([`Workload::from_jsonl`]).
+    pub fn from_file_text(text: &str, source_name: &str) -> Result<Workload, SpecError> {
+        if text.lines().next().is_some_and(|l| l.trim_end() == crate::TRACE_MAGIC) {
+            Ok(crate::FlowTrace::parse(text, source_name)?.workload)
+        } else if source_name.ends_with(".csv") {
+            Workload::from_csv(text, source_name)
+        } else {
+            Workload::from_jsonl(text, source_name)
+        }
+    }
+
     /// Whether any flow answers a query (the workload has partition-aggregate traffic).
     pub fn has_queries(&self) -> bool {
         self.flows.iter().any(|f| f.query.is_some())

@@ -346,6 +346,22 @@ mod tests {
         assert_eq!(again.to_text(), t.to_text());
     }
 
+    /// A workload file is read by its content: a flow trace's flows, CSV by name, else JSON
+    /// lines — the same flows each way.
+    #[test]
+    fn a_workload_file_may_be_a_flow_trace() {
+        let t = parse("0,0,3,10,1448,0\n1,1,3,18,5000,100\n").unwrap();
+        let w = &t.workload;
+        assert_eq!(&Workload::from_file_text(&t.to_text(), "x.trace").unwrap(), w);
+        assert_eq!(&Workload::from_file_text(&w.to_jsonl(), "x.jsonl").unwrap(), w);
+        let csv = "id,src,dst,dscp,size,start\n0,0,3,10,1448,0\n1,1,3,18,5000,100\n";
+        assert_eq!(Workload::from_file_text(csv, "x.csv").unwrap().flows, w.flows);
+        // A bad flow trace row is named by its line, as FlowTrace::parse names it.
+        let bad = format!("{HEAD}0,0,3,10,1448\n");
+        let e = Workload::from_file_text(&bad, "x.trace").unwrap_err().to_string();
+        assert!(e.contains("x.trace:7"), "{e}");
+    }
+
     // The header is 6 lines, so the first flow row is line 7.
     #[test]
     fn truncated_line_is_named() {

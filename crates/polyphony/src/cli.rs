@@ -176,7 +176,8 @@ pub struct RecommendArgs {
     /// The SLIs just measured (JSON `SliVector`) under the last sample's configuration.
     #[arg(long, value_name = "FILE", requires = "samples")]
     pub slis: Option<PathBuf>,
-    /// A workload trace (JSON lines or CSV); default: the config's workload source.
+    /// A workload trace (JSON lines, CSV, or a flow trace from `simulate --export-trace`);
+    /// default: the config's workload source.
     #[arg(long, value_name = "FILE")]
     pub workload: Option<PathBuf>,
     /// Print JSON instead of text.

@@ -64,12 +64,7 @@ fn read_workload(path: &Path) -> Result<Workload, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| usage("--workload", format!("{}: cannot read: {e}", path.display())))?;
     let name = path.display().to_string();
-    if path.extension().is_some_and(|e| e == "csv") {
-        Workload::from_csv(&text, &name)
-    } else {
-        Workload::from_jsonl(&text, &name)
-    }
-    .map_err(|e| usage("--workload", e))
+    Workload::from_file_text(&text, &name).map_err(|e| usage("--workload", e))
 }
 
 /// Runs the command.
@@ -227,12 +222,7 @@ fn config_window(loaded: &LoadedConfig, iteration: u64) -> anyhow::Result<Worklo
         WorkloadSource::Trace { path } => {
             let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
             let name = path.display().to_string();
-            if path.extension().is_some_and(|e| e == "csv") {
-                Workload::from_csv(&text, &name)
-            } else {
-                Workload::from_jsonl(&text, &name)
-            }
-            .map_err(|e| anyhow!("{e}"))
+            Workload::from_file_text(&text, &name).map_err(|e| anyhow!("{e}"))
         }
         WorkloadSource::Workfeed { .. } | WorkloadSource::Nats { .. } => Err(anyhow!(
             "the config's workload comes from Workfeed, which a one-shot command cannot listen to: pass --workload TRACE \

@@ -143,7 +143,8 @@ pub enum WorkloadSource {
         /// Path to the scenario TOML (relative to this config file).
         scenario: PathBuf,
     },
-    /// A recorded trace (JSON lines or CSV, as `polyphony_spec::Workload` reads them).
+    /// A recorded trace (JSON lines, CSV or a `simulate --export-trace` flow trace, as
+    /// `polyphony_spec::Workload::from_file_text` reads them).
     Trace {
         /// Path to the trace (relative to this config file).
         path: PathBuf,

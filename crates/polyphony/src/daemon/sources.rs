@@ -156,12 +156,7 @@ impl Sources {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("workload.path {}: cannot read", path.display()))?;
                 let name = path.display().to_string();
-                let w = if path.extension().is_some_and(|e| e == "csv") {
-                    Workload::from_csv(&text, &name)
-                } else {
-                    Workload::from_jsonl(&text, &name)
-                }
-                .map_err(|e| anyhow!("workload.path: {e}"))?;
+                let w = Workload::from_file_text(&text, &name).map_err(|e| anyhow!("workload.path: {e}"))?;
                 WindowSource::Trace(Arc::new(w))
             }
             w @ WorkloadSource::Workfeed {
