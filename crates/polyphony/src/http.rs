@@ -42,6 +42,9 @@ pub struct Snapshot {
     pub config_in_force: Option<NetworkConfig>,
     /// Last known good configuration.
     pub last_good: Option<NetworkConfig>,
+    /// Its own latest measurement broke the guard: no configuration is known to pass it (the
+    /// guard reverts nowhere until one does; a rollback still returns to `last_good`).
+    pub last_good_failed: bool,
     /// Samples the GP holds.
     pub gp_samples: usize,
     /// Recent iterations (oldest first).
@@ -146,6 +149,7 @@ async fn status(State(s): State<Arc<ApiState>>) -> Json<serde_json::Value> {
         "iteration": snap.iteration,
         "config_in_force": snap.config_in_force,
         "last_good": snap.last_good,
+        "last_good_failed": snap.last_good_failed,
         "gp_samples": snap.gp_samples,
         "last_iteration": snap.history.last(),
         "config_path": snap.config_path,

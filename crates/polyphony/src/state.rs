@@ -431,6 +431,18 @@ mod tests {
     }
 
     #[test]
+    fn last_good_failed_round_trips_and_is_false_in_older_files() {
+        let mut st = state(5);
+        st.last_good_failed = true;
+        let text = serde_json::to_string(&st).unwrap();
+        assert_eq!(parse_state(text.as_bytes()), Ok(st));
+        // A file written before the field existed.
+        let old = text.replace(",\"last_good_failed\":true", "");
+        assert!(!old.contains("last_good_failed"), "{old}");
+        assert_eq!(parse_state(old.as_bytes()), Ok(state(5)));
+    }
+
+    #[test]
     fn a_truncated_state_file_names_itself_and_its_previous_good_copy() {
         let d = tempfile::tempdir().unwrap();
         let s = StateDir::open(d.path()).unwrap();

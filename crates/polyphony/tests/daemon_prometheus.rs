@@ -43,6 +43,7 @@ fn prometheus_scrapes_the_per_class_ratio() {
     assert_eq!(code, 200);
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     assert_eq!(status["mode"], "advise");
+    assert_eq!(status["last_good_failed"], false, "{status}");
     assert!(
         status["config_in_force"]["classes"]
             .as_array()

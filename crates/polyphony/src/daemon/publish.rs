@@ -81,6 +81,7 @@ pub fn snapshot(state: &PersistedState, mode: Mode, config_path: &str, controlle
         iteration: state.iteration,
         config_in_force: Some(state.config_in_force.clone()),
         last_good: Some(state.last_good.clone()),
+        last_good_failed: state.last_good_failed,
         gp_samples: controller.map_or(0, Controller::samples),
         history: state.history[start..].to_vec(),
         samples: controller.map_or(serde_json::Value::Null, admitted_samples),
