@@ -403,7 +403,9 @@ impl<T: Tuner> ControlStep<T> {
             }
             Phase::Control => {
                 record.observed = Some(self.tuner.observe(&obs)?);
-                Ok(self.propose(input.config, model, None, record))
+                // A broken guard with nowhere known good to return to is said, not hidden.
+                let note = broken.map(|g| format!("guard: J = {j:.3} > {g}, and no configuration is known to pass it"));
+                Ok(self.propose(input.config, model, note, record))
             }
         }
     }
@@ -604,6 +606,12 @@ pub(crate) mod tests {
         let d = s.step(&input(&other, &poor, None), &NoModel).unwrap();
         assert_eq!(d.action, Action::Apply, "{}", d.reason.text);
         assert!(d.record.observed.is_some());
+        assert!(
+            d.reason.text.starts_with("guard: J = ")
+                && d.reason.text.contains("no configuration is known to pass it; then: "),
+            "{}",
+            d.reason.text
+        );
     }
 
     #[test]
