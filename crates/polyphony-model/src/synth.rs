@@ -182,6 +182,8 @@ pub fn synthesize(
     };
     // Leaf-spine: every host offers the load on its own link; the dumbbell's senders share one.
     let scale = if dst_fixed.is_some() { 1.0 } else { topo.hosts() as f64 };
+    // Mean seconds between arrivals of mean size `bytes` at `load` (the inter-arrival law).
+    let mean_gap_s = |load: f64, bytes: f64| bytes * 8.0 / (load * rate * scale);
     // Flows expected at every class's highest load (a query's responses count as flows).
     let expected: f64 = scenario
         .mix
@@ -194,7 +196,7 @@ pub fn synthesize(
                 .iter()
                 .filter_map(|p| p.loads.get(i).copied())
                 .fold(mix.load, f64::max);
-            peak * rate * scale * (opts.duration.0 as f64 * 1e-9) / (cdf.mean() * 8.0).max(1.0)
+            opts.duration.0 as f64 * 1e-9 / mean_gap_s(peak, cdf.mean())
         })
         .sum();
     if expected > MAX_WINDOW_FLOWS {
@@ -235,7 +237,7 @@ pub fn synthesize(
                     _ => break,
                 }
             }
-            let mean_gap_ns = mean_size * 8.0 / (load * rate * scale) * 1e9;
+            let mean_gap_ns = mean_gap_s(load, mean_size) * 1e9;
             t += mean_gap_ns * unit.sample(&mut rng);
             if t as u64 >= end {
                 break;
