@@ -82,7 +82,8 @@ pub struct DaemonArgs {
     /// Validate the configuration, print a summary and exit (0 if valid, 2 if not).
     #[arg(long)]
     pub check: bool,
-    /// Stop after this many iterations (default: run until SIGTERM).
+    /// Stop after this many intervals, each counted whether it completed an iteration, was
+    /// skipped or failed (default: run until SIGTERM).
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u64>,
 }

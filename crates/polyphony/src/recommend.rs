@@ -72,7 +72,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     let loaded = DaemonConfig::load(&args.config)?;
     let c = &loaded.config;
     // The controller and the configuration the advice starts from.
-    let (mut controller, current, iteration) = match (&args.state, &args.samples) {
+    let (mut controller, current, window) = match (&args.state, &args.samples) {
         (Some(p), _) => {
             // A state directory, or the state file in one; anything else is not a state.
             let dir = if p.is_dir() {
@@ -92,7 +92,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
             let ctl =
                 Controller::from_json(&serde_json::to_string(&state.controller).map_err(|e| usage("--state", e))?)
                     .map_err(|e| usage("--state", e))?;
-            (ctl, state.config_in_force, state.iteration)
+            (ctl, state.config_in_force, state.intervals)
         }
         (None, Some(samples)) => {
             let samples = read_samples(samples)?;
@@ -134,7 +134,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     };
     let workload = match &args.workload {
         Some(p) => read_workload(p)?,
-        None => config_window(&loaded, iteration).map_err(Failure::Runtime)?,
+        None => config_window(&loaded, window).map_err(Failure::Runtime)?,
     };
     let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
     let model = WindowModel::new(
@@ -212,12 +212,13 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A workload window from the configuration's source (a trace, or a sample of the scenario).
-fn config_window(loaded: &LoadedConfig, iteration: u64) -> anyhow::Result<Workload> {
+/// A workload window from the configuration's source (a trace, or interval `window`'s sample of
+/// the scenario).
+fn config_window(loaded: &LoadedConfig, window: u64) -> anyhow::Result<Workload> {
     match &loaded.config.workload {
         WorkloadSource::Scenario { .. } => {
             let s = loaded.scenario.clone().ok_or_else(|| anyhow!("the scenario was not loaded"))?;
-            Ok(Traffic::new(s)?.interval_workload(iteration, loaded.config.controller.seed)?)
+            Ok(Traffic::new(s)?.interval_workload(window, loaded.config.controller.seed)?)
         }
         WorkloadSource::Trace { path } => {
             let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;

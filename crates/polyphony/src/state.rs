@@ -177,6 +177,12 @@ pub struct PersistedState {
     /// window, a class without flows or without an SLI).
     #[serde(default)]
     pub skipped_intervals: u64,
+    /// Intervals measured so far — used, skipped, or judging a stage of a staged apply. A
+    /// simulated or replayed source draws the traffic of interval `intervals` next, so an
+    /// interval that is skipped is followed by a fresh one rather than by the same draw again.
+    /// Absent in older state files: `iteration + skipped_intervals` (see [`parse_state`]).
+    #[serde(default)]
+    pub intervals: u64,
     /// Why the last skipped interval was skipped (with its Unix time), if any was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_skip: Option<Skip>,
@@ -332,13 +338,15 @@ impl StateDir {
 
 /// A state file's content, or why it is not one this build reads (never panics).
 pub fn parse_state(bytes: &[u8]) -> Result<PersistedState, String> {
-    let s: PersistedState = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let mut s: PersistedState = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     if s.version != FORMAT_VERSION {
         return Err(format!(
             "format version {} (this build writes {FORMAT_VERSION})",
             s.version
         ));
     }
+    // Every iteration and every skipped interval measured one interval.
+    s.intervals = s.intervals.max(s.iteration.saturating_add(s.skipped_intervals));
     Ok(s)
 }
 
@@ -381,6 +389,7 @@ mod tests {
             actuator_errors: 0,
             history: vec![],
             skipped_intervals: 0,
+            intervals: iteration,
             last_skip: None,
             warmup: None,
             found_at_start: None,
@@ -440,6 +449,20 @@ mod tests {
         let old = text.replace(",\"last_good_failed\":true", "");
         assert!(!old.contains("last_good_failed"), "{old}");
         assert_eq!(parse_state(old.as_bytes()), Ok(state(5)));
+    }
+
+    #[test]
+    fn intervals_round_trip_and_older_files_count_iterations_and_skips() {
+        let mut st = state(5);
+        st.skipped_intervals = 2;
+        st.intervals = 9;
+        let text = serde_json::to_string(&st).unwrap();
+        assert_eq!(parse_state(text.as_bytes()), Ok(st.clone()));
+        // A file written before the field existed measured one interval per iteration and
+        // per skip.
+        let old = text.replace(",\"intervals\":9", "");
+        assert!(!old.contains("\"intervals\""), "{old}");
+        assert_eq!(parse_state(old.as_bytes()).map(|s| s.intervals), Ok(7));
     }
 
     #[test]

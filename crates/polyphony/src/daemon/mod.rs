@@ -195,6 +195,7 @@ async fn run(
                 actuator_errors: 0,
                 history: Vec::new(),
                 skipped_intervals: 0,
+                intervals: 0,
                 last_skip: None,
                 warmup: Some(step.state().warmup.clone()),
                 found_at_start: None,
@@ -811,7 +812,11 @@ impl Daemon {
             }
             None => self.state.config_in_force.clone(),
         };
-        let got = self.sources.gather(&c, index, &measured).await?;
+        // Each measurement draws a fresh interval of a simulated or replayed source, also when
+        // the iteration count does not advance (a skipped interval, a stage being judged).
+        let window = self.state.intervals;
+        self.state.intervals += 1;
+        let got = self.sources.gather(&c, window, &measured).await?;
         if let Some(mut r) = self.rollout.take() {
             let Some(step) = self.step.as_ref() else {
                 return Err(anyhow!("controller lost by an earlier failure"));
