@@ -189,18 +189,28 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     );
     println!("reason: {}", p.reason.text);
     if let Some(s) = &p.model_slis {
-        println!(
-            "model ({}) per-class SLI at the recommended configuration:",
-            c.model.kind.as_str()
-        );
-        for k in &c.classes {
+        // The controller's surrogate starts from the model's SLIs times each class's calibration
+        // factor (measured over modelled ratio), so print both.
+        let scale = p.model_scale.as_deref();
+        match scale {
+            Some(_) => println!(
+                "model ({}) per-class SLI at the recommended configuration, × the class's calibration to this network's measurements (ĝ adds the residual on top):",
+                c.model.kind.as_str()
+            ),
+            None => println!(
+                "model ({}) per-class SLI at the recommended configuration:",
+                c.model.kind.as_str()
+            ),
+        }
+        for (i, k) in c.classes.iter().enumerate() {
+            let unit = k.slo.kind().unit();
             let v = s.get(k.dscp).and_then(|x| k.slo.sli(x));
-            println!(
-                "  {:<6} {:>8}  SLO {}",
-                k.name,
-                v.map_or("–".into(), |v| format!("{v:.2}{}", k.slo.kind().unit())),
-                k.slo.describe()
-            );
+            let show = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.2}{unit}"));
+            let expected = match scale.and_then(|f| f.get(i)) {
+                Some(f) => format!(" × {f:.2} = {:>8}", show(v.map(|v| v * f))),
+                None => String::new(),
+            };
+            println!("  {:<6} {:>8}{expected}  SLO {}", k.name, show(v), k.slo.describe());
         }
     }
     match dry {

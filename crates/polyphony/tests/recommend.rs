@@ -35,6 +35,29 @@ fn recommend_from_state_and_from_samples() {
         "{j}"
     );
     assert_eq!(j["predicted_slis"]["classes"].as_array().map(Vec::len), Some(3), "{j}");
+    // The text shows each class's model SLI and the same times its calibration factor.
+    let out = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(&cfg)
+        .arg("--state")
+        .arg(&state_dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let factors = j["model_scale"].as_array().expect("calibration factors").clone();
+    for (name, f) in ["AF11", "AF21", "AF31"].iter().zip(&factors) {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no line for {name}: {text}"));
+        let nums: Vec<f64> = line
+            .split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let (model, factor, expected) = (nums[1], nums[2], nums[3]);
+        assert!((factor - f.as_f64().unwrap()).abs() < 0.006, "{line} against {f}");
+        assert!((model * factor - expected).abs() <= 0.02 * expected.max(1.0), "{line}");
+    }
     assert_eq!(
         std::fs::read(state_dir.join("state.json")).unwrap(),
         before,
