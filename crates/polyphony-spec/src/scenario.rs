@@ -90,7 +90,8 @@ impl TopologySpec {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<(), SpecError> {
+    /// Checks every count and rate (field names start with `topology.`).
+    pub fn validate(&self) -> Result<(), SpecError> {
         let pos = |k: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(())

@@ -134,6 +134,16 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             good.replace("reference-medium.toml", "no-such.toml"),
             vec!["workload.scenario", "no-such.toml"],
         ),
+        (good.replace("senders = 3", "senders = 0"), vec!["topology.senders = 0"]),
+        // The model runs on [topology], the scenario's traffic on its own: one network.
+        (
+            good.replace("rate_mbps = 100", "rate_mbps = 1000"),
+            vec![
+                "topology = \"dumbbell",
+                "1000 Mbit/s",
+                "differs from the topology of the scenario",
+            ],
+        ),
         (
             good.replace(
                 "listen = \"127.0.0.1:0\"",

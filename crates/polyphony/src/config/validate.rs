@@ -41,6 +41,7 @@ impl DaemonConfig {
         }
         // The spec's class rules (distinct DSCPs and names, SLO ≥ 1, ...), via a scenario-less check.
         polyphony_spec::validate_classes(&self.classes, "classes").map_err(|e| spec("", e))?;
+        self.topology.validate().map_err(|e| spec("", e))?;
         let space = self.knob_space();
         space.validate_for(&self.dscps()).map_err(|e| spec("knobs", e))?;
         self.controller_params().validate().map_err(|e| match e {
@@ -191,6 +192,18 @@ impl DaemonConfig {
                         "workload.scenario",
                         &format!("{shown:?}"),
                         "the scenario's classes (DSCPs) differ from [[classes]]",
+                    ));
+                }
+                // The scenario's traffic is drawn on its topology and the model runs on
+                // [topology]: they must be one network.
+                if s.topology != self.topology {
+                    return Err(bad(
+                        "topology",
+                        &format!("\"{}\"", self.topology),
+                        &format!(
+                            "differs from the topology of the scenario {shown:?} ({}), whose traffic the workload is: make them the same",
+                            s.topology
+                        ),
                     ));
                 }
                 let no_queries = self.classes.iter().enumerate().find(|(_, c)| {
