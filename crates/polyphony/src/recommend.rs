@@ -92,6 +92,9 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
             let ctl =
                 Controller::from_json(&serde_json::to_string(&state.controller).map_err(|e| usage("--state", e))?)
                     .map_err(|e| usage("--state", e))?;
+            if let Some(why) = crate::daemon::saved_controller_mismatch(c, &ctl).map_err(Failure::Runtime)? {
+                return Err(usage("--state", format!("{}: {why}", dir.display())));
+            }
             (ctl, state.config_in_force, state.intervals)
         }
         (None, Some(samples)) => {

@@ -136,3 +136,52 @@ fn a_truncated_state_file_stops_the_start_naming_it_and_keeping_the_previous_cop
     let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "1"]);
     assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
 }
+
+#[test]
+fn a_changed_slo_is_refused_at_restart_naming_both_and_recommend_refuses_it_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("state");
+    let cfg = dir.path().join("daemon.toml");
+    let text = simulated_config(&state_dir, "advise", 0.05, "");
+    std::fs::write(&cfg, &text).unwrap();
+    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "2"]);
+    assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
+    let before = std::fs::read(state_dir.join("state.json")).unwrap();
+
+    // AF21's SLO relaxed from 15 to 16: the saved controller would keep chasing 15.
+    let changed = dir.path().join("changed.toml");
+    std::fs::write(&changed, text.replace("max_slowdown = 15.0", "max_slowdown = 16.0")).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["daemon", "--max-iterations", "1", "--config"])
+        .arg(&changed)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for needle in [
+        "AF21 (DSCP 18) p99 slowdown ≤ 16",
+        "AF21 (DSCP 18) p99 slowdown ≤ 15",
+        "state.json.prev away",
+    ] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+    let out = std::process::Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(&changed)
+        .arg("--state")
+        .arg(&state_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--state") && err.contains("≤ 16"), "{err}");
+    assert_eq!(
+        std::fs::read(state_dir.join("state.json")).unwrap(),
+        before,
+        "nothing written"
+    );
+
+    // The configuration it was built under resumes.
+    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "1"]);
+    assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
+}

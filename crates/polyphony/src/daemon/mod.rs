@@ -82,13 +82,18 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
         other => Failure::Runtime(other.into()),
     })?;
     if let Some(s) = &saved {
-        Controller::from_json(&s.controller.to_string()).map_err(|e| {
+        let ctl = Controller::from_json(&s.controller.to_string()).map_err(|e| {
             Failure::Usage(format!(
                 "{}: not a polyphony state file (controller: {e}); its previous good copy is {}",
                 dir.file().display(),
                 dir.prev_file().display()
             ))
         })?;
+        // A saved controller keeps the objective it was built for: refuse (exit 2, no restart
+        // loop) rather than chase old SLOs under a changed configuration.
+        if let Some(why) = saved_controller_mismatch(&loaded.config, &ctl).map_err(Failure::Runtime)? {
+            return Err(Failure::Usage(format!("{}: {why}", dir.file().display())));
+        }
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -385,7 +390,14 @@ impl Daemon {
                     ("stages", old.stages != n.stages),
                 ];
                 if let Some((k, _)) = fixed.iter().find(|(_, changed)| *changed) {
-                    error!("reload refused, keeping the running configuration: changing `{k}` needs a restart");
+                    let how = match *k {
+                        // What the saved controller was built from (saved_controller_mismatch).
+                        "classes" | "knobs" | "controller" => {
+                            "a fresh controller: stop the daemon, move the state directory's state.json and state.json.prev away, and start it again"
+                        }
+                        _ => "a restart",
+                    };
+                    error!("reload refused, keeping the running configuration: changing `{k}` needs {how}");
                     return;
                 }
                 if matches!(
@@ -1030,6 +1042,69 @@ pub fn fresh_step(c: &DaemonConfig) -> Result<ControlStep<Controller>> {
     )
     .map_err(|e| anyhow!("warm-up design: {e}"))?;
     Ok(ControlStep::new(ctl, policy(c), initial, plan))
+}
+
+/// Whether a controller saved in a state file can continue under configuration `c`: it was
+/// built from the classes and SLOs, knob space and `[controller]` table of the configuration it
+/// started under, and keeps them, so a changed one would be ignored (a relaxed SLO still chased,
+/// say). Returns what differs, both ways, and what to do; `None` when it may continue.
+pub fn saved_controller_mismatch(c: &DaemonConfig, saved: &Controller) -> Result<Option<String>> {
+    let fresh = fresh_step(c)?;
+    let want = fresh.tuner();
+    let describe = |t: &[polyphony_core::objective::ClassTarget]| {
+        t.iter()
+            .map(|t| format!("{} (DSCP {}) {}", t.name, t.dscp, t.slo.describe()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let value = |v: Result<serde_json::Value, serde_json::Error>| v.map_err(|e| anyhow!("{e}"));
+    let why = if !close(
+        &value(serde_json::to_value(want.objective()))?,
+        &value(serde_json::to_value(saved.objective()))?,
+    ) {
+        format!(
+            "[[classes]] declares {} but the saved controller was built for {}",
+            describe(want.objective().targets()),
+            describe(saved.objective().targets())
+        )
+    } else if !close(
+        &value(serde_json::to_value(want.space()))?,
+        &value(serde_json::to_value(saved.space()))?,
+    ) {
+        "the knob space ([knobs], or the per-class default) differs from the one the saved controller was built for"
+            .to_string()
+    } else if !close(
+        &value(serde_json::to_value(c.controller.clone()))?,
+        &value(serde_json::to_value(saved.params().operator()))?,
+    ) {
+        format!(
+            "[controller] differs from the table the saved controller was built with ({})",
+            serde_json::to_string(&saved.params().operator()).unwrap_or_default()
+        )
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{why}; its samples were judged against those, so it cannot continue under this configuration: \
+         restore the old values, or stop the daemon and move state.json and state.json.prev away to start afresh"
+    )))
+}
+
+/// Equal JSON values, numbers within a relative 1e-9 (a state file's numbers have been
+/// printed and parsed).
+fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| close(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| close(v, w)))
+        }
+        _ => a == b,
+    }
 }
 
 /// The control step's policy under daemon configuration `c`: its guard.
