@@ -14,8 +14,8 @@ use crate::pktsim::PktSim;
 use crate::synth::{mix_cdfs, synthesize, SynthesisOptions};
 use crate::topology::Topology;
 use polyphony_spec::{
-    Bytes, ClassMix, Dscp, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scenario, SloKind, TopologySpec,
-    TrafficClass,
+    Bytes, ClassMix, ClassSli, Dscp, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scenario, SloKind,
+    TopologySpec, TrafficClass,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -255,17 +255,19 @@ impl fmt::Display for SimulateReport {
             let k = self.config.class(c.dscp);
             let sli = self.output.sli.get(c.dscp);
             let v = sli.and_then(|x| c.slo.sli(x));
+            // A class without measured flows has no quantiles: "-", as in the last column.
+            let q = |pick: fn(&ClassSli) -> f64| sli.map_or("-".to_string(), |x| format!("{:.2}", pick(x)));
             writeln!(
                 f,
-                "{:<6} {:>6.3} {:>8} {:>9} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>6.1} {:>6}",
+                "{:<6} {:>6.3} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6.1} {:>6}",
                 c.name,
                 k.map_or(f64::NAN, |k| k.weight),
                 k.map_or(0, |k| k.ecn_threshold.0),
                 k.map_or(0, |k| k.init_cwnd.0),
                 sli.map_or(0, |x| x.flows),
-                sli.map_or(f64::NAN, |x| x.p50),
-                sli.map_or(f64::NAN, |x| x.p99),
-                sli.map_or(f64::NAN, |x| x.p999),
+                q(|x| x.p50),
+                q(|x| x.p99),
+                q(|x| x.p999),
                 c.slo.threshold(),
                 match v {
                     Some(v) if v <= c.slo.threshold() => "yes",
@@ -393,5 +395,37 @@ mod tests {
         let replayed = simulate(&req).unwrap();
         assert!(direct.output.stats.flows > 10, "{:?}", direct.output.stats);
         assert_eq!(replayed.output, direct.output);
+    }
+
+    /// A class with no flow in the window shows "-" for its quantiles, not NaN.
+    #[test]
+    fn a_class_without_flows_reads_as_a_dash() {
+        let topology = TopologySpec::Dumbbell {
+            senders: 2,
+            rate_mbps: 1000.0,
+            link_delay_us: 2.0,
+        };
+        let mut sc = three_class_scenario(
+            "t",
+            topology,
+            ["websearch", "meta-hadoop", "meta-cache"],
+            [10.0; 3],
+            0.01,
+        );
+        sc.mix[1].load = 1e-9;
+        let report = simulate(&SimulateRequest::new(sc, ModelKind::FlowSimAggregate)).unwrap();
+        let text = report.to_string();
+        assert!(!text.contains("NaN"), "{text}");
+        let row: Vec<&str> = text
+            .lines()
+            .find(|l| l.starts_with("AF21"))
+            .unwrap_or_else(|| panic!("{text}"))
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            (row[4], row[5], row[6], row[7], row[9]),
+            ("0", "-", "-", "-", "-"),
+            "{text}"
+        );
     }
 }
