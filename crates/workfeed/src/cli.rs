@@ -173,9 +173,12 @@ fn ipfix_export(destinations: &[SocketAddr], domain: u32, enterprise: Option<u32
 /// A configuration or start-up problem.
 #[derive(Debug, Error)]
 pub enum CliError {
-    /// A config file could not be read or parsed.
-    #[error("config file {path}: {why}")]
+    /// A file named by an option (the config, the host map, a credential) could not be read or
+    /// parsed.
+    #[error("{what} {path}: {why}")]
     Config {
+        /// Which file it is, e.g. `--hosts file`.
+        what: &'static str,
         /// The file.
         path: PathBuf,
         /// What went wrong.
@@ -204,12 +207,14 @@ pub enum CliError {
     Write(PathBuf, String),
 }
 
-fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, CliError> {
+fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path, what: &'static str) -> Result<T, CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::Config {
+        what,
         path: path.into(),
         why: e.to_string(),
     })?;
     toml::from_str(&text).map_err(|e| CliError::Config {
+        what,
         path: path.into(),
         why: e.to_string(),
     })
@@ -232,7 +237,7 @@ impl AgentArgs {
         let Some(path) = self.config.clone() else {
             return Ok(self);
         };
-        let file: AgentArgs = read_toml(&path)?;
+        let file: AgentArgs = read_toml(&path, "--config file")?;
         Ok(AgentArgs {
             config: Some(path),
             aggregator: self.aggregator.or(file.aggregator),
@@ -269,6 +274,7 @@ impl AgentArgs {
             std::fs::read_to_string(p)
                 .map(|t| t.lines().next().unwrap_or("").trim().to_string())
                 .map_err(|e| CliError::Config {
+                    what: "NATS credential file",
                     path: p.clone(),
                     why: e.to_string(),
                 })
@@ -348,7 +354,7 @@ impl AggregatorArgs {
         let Some(path) = self.config.clone() else {
             return Ok(self);
         };
-        let f: AggregatorArgs = read_toml(&path)?;
+        let f: AggregatorArgs = read_toml(&path, "--config file")?;
         Ok(AggregatorArgs {
             config: Some(path),
             listen: self.listen.or(f.listen),
@@ -385,7 +391,7 @@ impl AggregatorArgs {
             cfg.retention = Duration::from_secs(s);
         }
         if let Some(h) = &self.hosts {
-            cfg.hosts = read_toml::<HostMap>(h)?;
+            cfg.hosts = read_toml::<HostMap>(h, "--hosts file")?;
         }
         if let Some(d) = self.directions {
             cfg.directions = d;
@@ -549,5 +555,18 @@ mod tests {
         };
         let e = g.to_config().unwrap_err().to_string();
         assert!(e.contains("at least 16"), "{e}");
+        // Each file is named as the option that gave it.
+        let WorkfeedCommand::Aggregator(g) = parse(&["aggregator", "--config", file.to_str().unwrap()]) else {
+            panic!()
+        };
+        let e = g.resolve().unwrap_err().to_string();
+        assert!(e.starts_with("--config file ") && e.contains("agg.toml"), "{e}");
+        let hosts = dir.path().join("hosts.txt");
+        std::fs::write(&hosts, "bogus").unwrap();
+        let WorkfeedCommand::Aggregator(g) = parse(&["aggregator", "--hosts", hosts.to_str().unwrap()]) else {
+            panic!()
+        };
+        let e = g.to_config().unwrap_err().to_string();
+        assert!(e.starts_with("--hosts file ") && e.contains("hosts.txt"), "{e}");
     }
 }
