@@ -121,8 +121,24 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/v1/mode", post(set_mode))
         .route("/v1/rollback", post(rollback))
         .route("/v1/resume", post(resume))
+        .fallback(|m: axum::http::Method, u: axum::http::Uri| async move {
+            (
+                StatusCode::NOT_FOUND,
+                format!("no endpoint {m} {}; {ENDPOINTS}\n", u.path()),
+            )
+        })
+        .method_not_allowed_fallback(|m: axum::http::Method, u: axum::http::Uri| async move {
+            (
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("{} does not take {m}; {ENDPOINTS}\n", u.path()),
+            )
+        })
         .with_state(state)
 }
+
+/// The endpoints, for the answer to a request that matches none.
+const ENDPOINTS: &str = "the API: GET /metrics, /healthz, /v1/status, /v1/iterations, /v1/samples, /v1/workload; \
+                         POST /v1/reload, /v1/mode, /v1/rollback, /v1/resume";
 
 async fn metrics(State(s): State<Arc<ApiState>>) -> Response {
     (

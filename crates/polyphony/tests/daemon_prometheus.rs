@@ -32,6 +32,19 @@ fn prometheus_scrapes_the_per_class_ratio() {
     // The daemon's own endpoints.
     let (code, body) = http(&addr, "GET", "/healthz", &[], "");
     assert_eq!((code, body.trim()), (200, "ok"));
+    // A path or method the API does not have is answered with what it does have.
+    let (code, body) = http(&addr, "GET", "/v1/nothing", &[], "");
+    assert_eq!(code, 404, "{body}");
+    assert!(
+        body.contains("no endpoint GET /v1/nothing") && body.contains("/v1/status"),
+        "{body}"
+    );
+    let (code, body) = http(&addr, "DELETE", "/v1/status", &[], "");
+    assert_eq!(code, 405, "{body}");
+    assert!(
+        body.contains("/v1/status does not take DELETE") && body.contains("POST /v1/reload"),
+        "{body}"
+    );
     let first = poll(Duration::from_secs(300), || {
         let (c, b) = http(&addr, "GET", "/metrics", &[], "");
         (c == 200 && b.contains("polyphony_class_ratio{")).then_some(b)
