@@ -140,6 +140,24 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         None => config_window(&loaded, window).map_err(Failure::Runtime)?,
     };
     let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
+    if let Some(p) = &args.workload {
+        // A trace from another network: say so here, naming the file, not inside the model.
+        let hosts = context.topology.hosts();
+        if let Some(f) = workload.flows.iter().find(|f| f.src.0 >= hosts || f.dst.0 >= hosts) {
+            return Err(usage(
+                "--workload",
+                format!(
+                    "{}: flow {} goes from host {} to host {}, but [topology] ({}) has hosts 0..{}: give a trace of this network",
+                    p.display(),
+                    f.id.0,
+                    f.src.0,
+                    f.dst.0,
+                    c.topology,
+                    hosts - 1
+                ),
+            ));
+        }
+    }
     let model = WindowModel::new(
         c.model.kind.model().map_err(|e| Failure::Runtime(e.into()))?,
         context,

@@ -460,3 +460,50 @@ fn recommend_names_a_bad_state_path() {
     assert!(err.contains("not a polyphony state file"), "{err}");
     assert_eq!(err.matches("start fresh").count(), 1, "{err}");
 }
+
+#[test]
+fn recommend_names_a_workload_from_another_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("daemon.toml");
+    std::fs::write(&cfg, good_config(&dir.path().join("state"))).unwrap();
+    let classes = [10, 18, 26];
+    let config = serde_json::json!({"classes": classes.iter().map(|d| serde_json::json!(
+        {"dscp": d, "weight": 1.0 / 3.0, "ecn_threshold": 30000, "init_cwnd": 10})).collect::<Vec<_>>()});
+    let slis = serde_json::json!({"classes": classes.iter().map(|d| serde_json::json!(
+        {"dscp": d, "flows": 100, "p50": 1.5, "p99": 9.0, "p999": 12.0, "mean": 2.0})).collect::<Vec<_>>()});
+    let samples = dir.path().join("samples.jsonl");
+    std::fs::write(
+        &samples,
+        format!("{}\n", serde_json::json!({"config": config, "slis": slis})),
+    )
+    .unwrap();
+    let slis_file = dir.path().join("slis.json");
+    std::fs::write(&slis_file, slis.to_string()).unwrap();
+    // The reference dumbbell has hosts 0..3; this trace comes from a larger network.
+    let trace = dir.path().join("other.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":10,\"size\":1000,\"start\":0}\n\
+         {\"id\":1,\"src\":7,\"dst\":3,\"dscp\":18,\"size\":1000,\"start\":5}\n",
+    )
+    .unwrap();
+    let (s, w, t) = (
+        samples.to_str().unwrap(),
+        slis_file.to_str().unwrap(),
+        trace.to_str().unwrap(),
+    );
+    assert_one_line_usage_error(
+        &[
+            "recommend",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--samples",
+            s,
+            "--slis",
+            w,
+            "--workload",
+            t,
+        ],
+        &["--workload", t, "flow 1", "host 7", "hosts 0..3"],
+    );
+}
