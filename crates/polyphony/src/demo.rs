@@ -68,8 +68,9 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
             args.plot.display()
         )));
     }
-    // A PNG needs a font for its text: find out before the loop runs, not after.
-    plot::check(&args.plot)?;
+    // A plot that cannot be written (no such directory, a PNG without a font): find out before
+    // the loop runs, not after.
+    plot::check(&args.plot).map_err(|e| Failure::Usage(format!("{e:#}")))?;
     let mut scenario = match &args.scenario {
         Some(p) => load_scenario(p).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?,
         None => {

@@ -37,15 +37,27 @@ const COLOURS: [RGBColor; 6] = [
 const SIZE: (u32, u32) = (1000, 760);
 
 /// Checks, before any work is done, that a plot can be written to `path`: a `.svg` or `.png`
-/// name, and for PNG a font for its text.
+/// name in a place that can be written, and for PNG a font for its text.
 pub fn check(path: &Path) -> Result<()> {
     match extension(path).as_str() {
-        "svg" => Ok(()),
-        "png" => system_font()
-            .map(|_| ())
-            .map_err(|e| anyhow!("--plot {}: {e}", path.display())),
+        "svg" => {}
+        "png" => {
+            system_font().map_err(|e| anyhow!("--plot {}: {e}", path.display()))?;
+        }
         _ => bail!("--plot {}: use a .svg or .png file name", path.display()),
     }
+    // Whether the file can be written at all (a missing directory, no permission): a file
+    // made only to find out is removed again.
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| anyhow!("--plot {}: cannot write it: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 fn extension(path: &Path) -> String {

@@ -324,6 +324,11 @@ fn bad_arguments_name_the_flag() {
     assert_one_line_usage_error(&["demo", "--iterations", "0"], &["--iterations", "0"]);
     assert_one_line_usage_error(&["demo", "--iterations", "many"], &["--iterations", "many"]);
     assert_one_line_usage_error(&["demo", "--plot", "out.jpg"], &["--plot", "out.jpg"]);
+    // Found out before the loop, not after it.
+    assert_one_line_usage_error(
+        &["demo", "--plot", "/nonexistent/p.svg"],
+        &["--plot /nonexistent/p.svg", "cannot write"],
+    );
     assert_one_line_usage_error(&["demo", "--frobnicate"], &["--frobnicate"]);
     assert_one_line_usage_error(&["demo", "--measure-s", "0"], &["--measure-s", "0"]);
     assert_one_line_usage_error(&["frobnicate"], &["frobnicate"]);
