@@ -142,18 +142,19 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
     if let Some(p) = &args.workload {
         // A trace from another network: say so here, naming the file, not inside the model.
-        let hosts = context.topology.hosts();
-        if let Some(f) = workload.flows.iter().find(|f| f.src.0 >= hosts || f.dst.0 >= hosts) {
+        let topo = &context.topology;
+        let foreign = workload.flows.iter().try_for_each(|f| {
+            topo.check_host(f.id.0, f.src)?;
+            topo.check_host(f.id.0, f.dst)
+        });
+        if let Err(e) = foreign {
             return Err(usage(
                 "--workload",
                 format!(
-                    "{}: flow {} goes from host {} to host {}, but [topology] ({}) has hosts 0..{}: give a trace of this network",
+                    "{}: {e}; [topology] ({}) has hosts 0..{}: give a trace of this network",
                     p.display(),
-                    f.id.0,
-                    f.src.0,
-                    f.dst.0,
                     c.topology,
-                    hosts - 1
+                    topo.hosts() - 1
                 ),
             ));
         }
