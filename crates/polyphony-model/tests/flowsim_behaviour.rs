@@ -117,8 +117,8 @@ fn larger_initcwnd_saves_round_trips_on_an_idle_path() {
 #[test]
 fn batches_of_any_size_equal_single_runs_and_are_deterministic() {
     let input = mixed();
-    // Up to 19 configurations: every width of pass (one lane, four, sixteen) and a full group
-    // of sixteen with a partial one after it.
+    // Up to 19 configurations: every width of pass (one lane, four, eight, sixteen) and a full
+    // group of sixteen with a partial one after it.
     let cs: Vec<NetworkConfig> = (0..19u32)
         .map(|i| {
             let w = 0.1 + 0.04 * i as f64;
@@ -127,7 +127,7 @@ fn batches_of_any_size_equal_single_runs_and_are_deterministic() {
         .collect();
     for m in models() {
         let single: Vec<ModelOutput> = cs.iter().map(|c| m.run(&input, c).unwrap()).collect();
-        for n in [2, 3, 4, 5, 16, 19] {
+        for n in [2, 3, 4, 5, 8, 9, 16, 19] {
             let batch = m.evaluate(&input, &cs[..n]);
             assert_eq!(batch, m.evaluate(&input, &cs[..n]), "{:?}", m.options);
             for (b, s) in batch.iter().zip(&single) {

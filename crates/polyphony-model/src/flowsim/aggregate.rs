@@ -55,10 +55,10 @@
 //! single-precision floats (about seven significant digits of bytes and nanoseconds, far
 //! finer than the model). Smaller groups run narrower passes, at a fraction of a sixteen-lane
 //! pass's cost: one configuration a single lane, two to four (the controller's Nelder–Mead
-//! rounds) four lanes. The reductions run in the same vectorised function, for the whole
-//! group at once, in one pass over the flows in flow order: the latest completion, the
-//! slowdowns of the measured flows with
-//! their sums, maxima and every lane's 32-bucket-per-octave histogram per class, then an exact
+//! rounds) four lanes, five to eight eight. The reductions run in the same vectorised
+//! function, for the whole group at once, in one pass over the flows in flow order: the
+//! latest completion, the slowdowns of the measured flows with their sums, maxima and every
+//! lane's 32-bucket-per-octave histogram per class, then an exact
 //! nearest-rank selection of p50, p99 and p99.9 per class and lane (the histogram locates each
 //! rank's bucket; a second pass collects those buckets' values for all lanes at once, and only
 //! they are selected in). Deterministic: no random draws.
@@ -546,6 +546,7 @@ pub(crate) struct AggScratch {
     lanes: Vec<[F; LANES]>,
     one: Vec<[F; 1]>,
     four: Vec<[F; 4]>,
+    eight: Vec<[F; 8]>,
     /// Every lane's slowdowns of the measured flows per class (see [`Slowdowns`]).
     sd: Slowdowns,
 }
@@ -621,6 +622,7 @@ pub(crate) struct Lane<'a> {
 enum LaneData<'a> {
     One(&'a [[F; 1]]),
     Four(&'a [[F; 4]]),
+    Eight(&'a [[F; 8]]),
     Wide(&'a [[F; LANES]]),
 }
 
@@ -630,6 +632,7 @@ impl Lane<'_> {
         match self.data {
             LaneData::One(v) => v.iter().map(|e| max(e[0], 0.0) as f64).collect(),
             LaneData::Four(v) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
+            LaneData::Eight(v) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
             LaneData::Wide(v) => v.iter().map(|e| max(e[self.lane], 0.0) as f64).collect(),
         }
     }
@@ -750,11 +753,18 @@ pub(crate) fn run_group(
     scratch: &mut AggScratch,
     done: impl FnMut(usize, Lane<'_>),
 ) {
-    let AggScratch { lanes, one, four, sd } = scratch;
+    let AggScratch {
+        lanes,
+        one,
+        four,
+        eight,
+        sd,
+    } = scratch;
     match group.len() {
         0 => {}
         1 => run_narrow(ap, base_extra, group, opts, one, sd, LaneData::One, done),
         2..=4 => run_narrow(ap, base_extra, group, opts, four, sd, LaneData::Four, done),
+        5..=8 => run_narrow(ap, base_extra, group, opts, eight, sd, LaneData::Eight, done),
         _ => run_narrow(ap, base_extra, group, opts, lanes, sd, LaneData::Wide, done),
     }
 }

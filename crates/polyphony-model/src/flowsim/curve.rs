@@ -149,15 +149,15 @@ fn pick(mask: u32, a: F, b: F) -> F {
 /// Per lane, `v[k]` for the last k whose segment starts below `level` (`y[k] < level`; k = 0
 /// when none does; those k form a prefix), by a tree of selects: two deep. Which form of
 /// select the compiler turns into vector blends depends on the width: a comparison choosing
-/// between floats at four lanes (there the bitwise form became scalar integer work: a
-/// four-lane pass took 1.2× as long), the bitwise [`pick`] at one and sixteen (there the
-/// comparison form took 1.1× / 1.4× as long; `examples/aggregate_batch`).
+/// between floats at four and eight lanes (there the bitwise form became scalar integer work:
+/// a four-lane pass took 1.2× as long, an eight-lane one 1.25×), the bitwise [`pick`] at one
+/// and sixteen (there the comparison form took 1.1× / 1.4× as long; `examples/aggregate_batch`).
 #[inline(always)]
 fn last_below<const L: usize>(y: &[[F; L]; G + 2], level: &[F; L], v: &[[F; L]; G + 1]) -> [F; L] {
     let mut out = [0.0; L];
     for l in 0..L {
         let s = level[l];
-        if L == 4 {
+        if L == 4 || L == 8 {
             let lo = if y[1][l] < s { v[1][l] } else { v[0][l] };
             let hi = if y[3][l] < s { v[3][l] } else { v[2][l] };
             let mid = if y[2][l] < s { hi } else { lo };
