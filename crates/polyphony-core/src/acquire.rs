@@ -9,8 +9,9 @@
 //!    asks for one point at a time, and a model scores a batch of one configuration at several
 //!    times the cost per configuration of a full batch; so the starts' runs go in lock step
 //!    (`nelder_mead_in_lock_step`): their initial simplices in one batch, then per round
-//!    the point each run waits for, together (`Evaluator::prefetch`). Each run takes the
-//!    steps it would take alone.
+//!    the point each run waits for, together (`Evaluator::prefetch`), with the rest of a
+//!    shrink once its first vertex is waited for (`shrink_rest`). Each run takes the steps it
+//!    would take alone.
 //! 3. Every evaluated configuration is cached by its rounded physical value (integer knobs
 //!    make plateaus; a plateau is evaluated once); the answer is the best cached point. If no
 //!    point has EI above the floor, the lowest ĝ inside the trust region is proposed instead.
@@ -203,6 +204,17 @@ impl<'a> Evaluator<'a> {
             Ok((k, _, _)) => self.cache.borrow().contains_key(&k) || self.prefetched.borrow().contains_key(&k),
             Err(_) => true,
         }
+    }
+
+    /// The score of `z` if it has been scored (as [`LockStep`] gives it to Nelder–Mead); no
+    /// model call.
+    fn scored(&self, z: &[f64]) -> Option<f64> {
+        // One that cannot be built scores as an infinity would.
+        let Ok((k, _, _)) = self.keyed(z) else {
+            return Some(1e12);
+        };
+        let acq = self.cache.borrow().get(&k)?.acq;
+        Some(if acq.is_finite() { acq } else { 1e12 })
     }
 
     /// Scores a batch of optimisation vectors with one model call; returns A_TR of each.
@@ -644,6 +656,58 @@ impl CostFunction for LockStep<'_, '_> {
     }
 }
 
+/// The cost function of [`shrink_rest`]'s probes: a configuration `known` scores is that
+/// score, any other is noted and valued `value`. Calls no model.
+struct Probe<'a> {
+    known: &'a dyn Fn(&[f64]) -> Option<f64>,
+    asked: &'a RefCell<Vec<Vec<f64>>>,
+    value: f64,
+}
+
+impl CostFunction for Probe<'_> {
+    type Param = Vec<f64>;
+    type Output = f64;
+    fn cost(&self, z: &Vec<f64>) -> Result<f64, argmin::core::Error> {
+        if let Some(v) = (self.known)(z) {
+            return Ok(v);
+        }
+        self.asked.borrow_mut().push(z.clone());
+        Ok(self.value)
+    }
+}
+
+/// The points a Nelder–Mead step will ask for after the one it waits for now, whatever that
+/// one scores: the rest of a shrink (each vertex moves towards the best, whatever the others
+/// score). `known` gives the scores the step has already been given. Found by running the step
+/// on two copies, valuing the waited-for point and everything after it far below, and far
+/// above, every score: the points both copies ask for after the first are the shrink's (a
+/// reflection or contraction takes another branch for each of the two values, so the copies
+/// part at once). Fetched with the waited-for point, a shrink of a simplex of n + 1 vertices
+/// costs the lock step one round instead of n.
+fn shrink_rest(
+    solver: &NelderMead<Vec<f64>, f64>,
+    state: &IterState<Vec<f64>, (), (), (), (), f64>,
+    known: &dyn Fn(&[f64]) -> Option<f64>,
+) -> Vec<Vec<f64>> {
+    let probe = |value: f64| {
+        let asked = RefCell::new(Vec::new());
+        let mut problem = argmin::core::Problem::new(Probe {
+            known,
+            asked: &asked,
+            value,
+        });
+        let _ = solver.clone().next_iter(&mut problem, state.clone());
+        asked.into_inner()
+    };
+    let (low, high) = (probe(-1e300), probe(1e300));
+    low.into_iter()
+        .zip(high)
+        .skip(1)
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect()
+}
+
 /// One start's Nelder–Mead: argmin's solver and its state between steps.
 struct NmRun {
     solver: NelderMead<Vec<f64>, f64>,
@@ -655,8 +719,9 @@ struct NmRun {
 /// solver stepped as argmin's `Executor` steps it (at most `acq_max_iters` iterations, its
 /// simplex's spread as the stopping rule). The initial simplices go to the model in one batch;
 /// then, round by round, every run steps until its next configuration is one the evaluator
-/// does not hold, and the configurations the runs wait for go to the model in one batch (a
-/// model scores a batch of a few at little more than the cost of one). Each run takes the
+/// does not hold, and the configurations the runs wait for (a shrink's vertices all at once,
+/// [`shrink_rest`]) go to the model in one batch (a model scores a batch of a few at little
+/// more than the cost of one). Each run takes the
 /// steps it would take alone, through the same values — SLIs do not depend on the batch they
 /// come in, and the surrogate is asked one point at a time as before — in far fewer model
 /// calls. A configuration a failed batch did not deliver is scored on its own, which
@@ -716,13 +781,15 @@ fn nelder_mead_in_lock_step(ctx: &AcqContext<'_>, ev: &Evaluator<'_>, starts: Ve
                         run.state = state;
                     }
                     Err(e) => {
-                        run.solver = before;
                         let waits: Vec<Vec<f64>> = pending.borrow_mut().drain(..).collect();
                         if waits.is_empty() {
                             tracing::debug!(error = %e, "Nelder–Mead stopped early");
                             run.done = true;
+                        } else {
+                            wanted.extend(waits);
+                            wanted.extend(shrink_rest(&before, &run.state, &|z: &[f64]| ev.scored(z)));
                         }
-                        wanted.extend(waits);
+                        run.solver = before;
                         break;
                     }
                 }
@@ -1185,6 +1252,51 @@ mod tests {
             out.best.acq,
             nm.best.acq
         );
+    }
+
+    #[test]
+    fn the_rest_of_a_shrink_is_known_before_its_first_vertex_is_scored() {
+        // A triangle whose reflection and inside contraction both score worse than its worst
+        // vertex: the step shrinks it towards the best vertex (0, 0).
+        struct Table;
+        impl CostFunction for Table {
+            type Param = Vec<f64>;
+            type Output = f64;
+            fn cost(&self, z: &Vec<f64>) -> Result<f64, argmin::core::Error> {
+                Ok(z[0] + 2.0 * z[1])
+            }
+        }
+        let mut solver = NelderMead::new(vec![vec![0.0, 0.0], vec![1.0, 0.0], vec![0.0, 1.0]]);
+        let (state, _) = solver
+            .init(&mut argmin::core::Problem::new(Table), IterState::new())
+            .unwrap();
+        let (reflection, contraction) = (vec![1.0, -1.0], vec![0.25, 0.5]);
+        let shrunk = [vec![0.5, 0.0], vec![0.0, 0.5]];
+        let vertex = |z: &[f64]| {
+            [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
+                .iter()
+                .position(|v| v.as_slice() == z)
+                .map(|i| i as f64)
+        };
+        // Waiting for the reflection, or the contraction: what follows depends on its score.
+        assert!(shrink_rest(&solver, &state, &vertex).is_empty());
+        let bad = |z: &[f64]| vertex(z).or((z == reflection.as_slice()).then_some(100.0));
+        assert!(shrink_rest(&solver, &state, &bad).is_empty());
+        // Both scored badly: waiting for the first shrunk vertex, the second is certain.
+        let both = |z: &[f64]| bad(z).or((z == contraction.as_slice()).then_some(100.0));
+        assert_eq!(shrink_rest(&solver, &state, &both), vec![shrunk[1].clone()]);
+        // And that is the step's own next point, whatever the first one scores.
+        for first in [-5.0, 0.5, 7.0] {
+            let asked = RefCell::new(Vec::new());
+            let known = |z: &[f64]| both(z).or((z == shrunk[0].as_slice()).then_some(first));
+            let mut problem = argmin::core::Problem::new(Probe {
+                known: &known,
+                asked: &asked,
+                value: 0.0,
+            });
+            solver.clone().next_iter(&mut problem, state.clone()).unwrap();
+            assert_eq!(asked.into_inner(), vec![shrunk[1].clone()]);
+        }
     }
 
     #[test]
