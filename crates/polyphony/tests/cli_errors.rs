@@ -185,7 +185,44 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             vec!["knobs.categorical[0].congestion_control", "at least two"],
         ),
     ];
-    let cases = cases.into_iter().chain(sli_and_workfeed_cases(&good, dir.path()));
+    // A trace workload (with Prometheus SLIs) from another network, and one with a flow of a
+    // class the config does not have: refused at load, naming the flow.
+    let trace = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        if !text.is_empty() {
+            std::fs::write(&path, text).unwrap();
+        }
+        good.replace(
+            "source = \"simulated\"",
+            "source = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nquery = \"q{quantile}{dscp}\"",
+        )
+        .replace(
+            &format!("source = \"scenario\"\nscenario = \"{}\"", scenario().display()),
+            &format!("source = \"trace\"\npath = \"{}\"", path.display()),
+        )
+    };
+    let cases = cases.into_iter().chain([
+        (
+            trace(
+                "foreign.jsonl",
+                "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":10,\"size\":1000,\"start\":0}\n\
+                 {\"id\":1,\"src\":7,\"dst\":3,\"dscp\":18,\"size\":1000,\"start\":5}\n",
+            ),
+            vec!["workload.path", "foreign.jsonl", "flow 1", "host 7", "hosts 0..3"],
+        ),
+        (
+            trace(
+                "classless.jsonl",
+                "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":46,\"size\":1000,\"start\":0}\n",
+            ),
+            vec!["workload.path", "classless.jsonl", "flow 0", "DSCP 46", "[[classes]]"],
+        ),
+        (
+            trace("missing-dir/none.jsonl", ""),
+            vec!["workload.path", "none.jsonl", "cannot read the trace"],
+        ),
+    ]);
+    let cases = cases.chain(sli_and_workfeed_cases(&good, dir.path()));
     for (i, (text, needles)) in cases.enumerate() {
         let p = dir.path().join(format!("bad{i}.toml"));
         std::fs::write(&p, text).unwrap();

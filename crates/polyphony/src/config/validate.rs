@@ -222,7 +222,10 @@ impl DaemonConfig {
                 }
                 Some(s)
             }
-            WorkloadSource::Trace { .. } => None,
+            WorkloadSource::Trace { path: trace } => {
+                self.validate_trace(path, trace)?;
+                None
+            }
             WorkloadSource::Workfeed {
                 listen,
                 window_s,
@@ -339,6 +342,53 @@ impl DaemonConfig {
                 "stages",
                 &format!("{missing:?}"),
                 "this configured actuator is in no stage; add it to one",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A trace workload is the window the model sees on [topology] every interval: every
+    /// flow's hosts must be in that network and its DSCP one of [[classes]]'.
+    fn validate_trace(&self, path: &str, trace: &Path) -> Result<(), ConfigError> {
+        let bad = invalid(path);
+        let shown = trace.display().to_string();
+        let text = std::fs::read_to_string(trace).map_err(|e| ConfigError::Invalid {
+            path: path.into(),
+            key: "workload.path".into(),
+            value: format!("{shown:?}"),
+            why: format!("cannot read the trace: {e}"),
+        })?;
+        let w = polyphony_spec::Workload::from_file_text(&text, &shown).map_err(|e| ConfigError::Invalid {
+            path: path.into(),
+            key: "workload.path".into(),
+            value: format!("{shown:?}"),
+            why: e.to_string(),
+        })?;
+        let hosts = self.topology.hosts();
+        if let Some(f) = w.flows.iter().find(|f| f.src.0 >= hosts || f.dst.0 >= hosts) {
+            return Err(bad(
+                "workload.path",
+                &format!("{shown:?}"),
+                &format!(
+                    "flow {} runs from host {} to host {}, but [topology] ({}) has hosts 0..{}: give a trace of this network",
+                    f.id.0,
+                    f.src.0,
+                    f.dst.0,
+                    self.topology,
+                    hosts - 1
+                ),
+            ));
+        }
+        let dscps = self.dscps();
+        if let Some(f) = w.flows.iter().find(|f| !dscps.contains(&f.dscp)) {
+            return Err(bad(
+                "workload.path",
+                &format!("{shown:?}"),
+                &format!(
+                    "flow {} has DSCP {}, which no [[classes]] entry has: add the class or drop its flows from the trace",
+                    f.id.0,
+                    f.dscp.value()
+                ),
             ));
         }
         Ok(())
