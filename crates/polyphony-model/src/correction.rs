@@ -763,7 +763,9 @@ impl NetworkModel for Corrected {
                 let factor = f64::from(factors.next().unwrap_or(0.0)).exp();
                 let dscp = input.classes[*ci];
                 if let Some(s) = o.sli.classes.iter_mut().find(|c| c.dscp == dscp) {
-                    s.p99 *= factor;
+                    // Percentiles stay ordered: a factor below one cannot take the tail under
+                    // the median (a class of a few flows, whose p99 is near its p50).
+                    s.p99 = (s.p99 * factor).max(s.p50);
                     s.p999 = (s.p999 * factor).max(s.p99);
                 }
             }

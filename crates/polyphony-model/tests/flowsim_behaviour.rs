@@ -3,7 +3,7 @@
 //! initcwnd move it the right way, batches of any size equal single runs, a plan kept from an
 //! earlier call gives what a fresh one gives, bad input is refused
 //! without spoiling a batch, and on a small case configurations are ranked the way `pktsim`
-//! ranks them.
+//! ranks them; the learned correction keeps each class's percentiles in order.
 
 use polyphony_model::{
     default_config, scenario_input, FlowSim, ModelInput, ModelOutput, NetworkModel, PktSim, Topology,
@@ -316,4 +316,39 @@ fn spearman(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len() as f64;
     let d2: f64 = ra.iter().zip(&rb).map(|(x, y)| (x - y).powi(2)).sum();
     1.0 - 6.0 * d2 / (n * (n * n - 1.0))
+}
+
+#[test]
+fn a_correction_keeps_each_class_s_percentiles_in_order() {
+    use polyphony_model::correction::{Forest, Tree};
+    use polyphony_model::{Corrected, Correction};
+    // A correction that divides every tail by e⁵ ≈ 148: the tails would fall below the medians.
+    let leaf = Tree {
+        feature: vec![0],
+        threshold: vec![0.0],
+        left: vec![0],
+        right: vec![0],
+        leaf: vec![true],
+        value: vec![0.0],
+    };
+    let forest = Forest {
+        base: -5.0,
+        shrinkage: 1.0,
+        trees: vec![leaf],
+    };
+    let c = Correction::new(vec![("command".into(), "test".into())], forest).unwrap();
+    let model = Corrected::new(Arc::new(c));
+    let input = mixed();
+    let config = cfg((0.5, 0.5), (30_000, 30_000), (10, 10));
+    let plain = FlowSim::default().run(&input, &config).unwrap();
+    let out = &model.evaluate(&input, std::slice::from_ref(&config))[0];
+    let out = out.as_ref().unwrap();
+    assert_eq!(out.sli.classes.len(), plain.sli.classes.len());
+    for (s, p) in out.sli.classes.iter().zip(&plain.sli.classes) {
+        assert!(
+            p.p99 / 148.0 < p.p50,
+            "the test needs a factor that crosses the median: {p:?}"
+        );
+        assert_eq!((s.p50, s.p99, s.p999), (p.p50, p.p50, p.p50), "{s:?}");
+    }
 }
