@@ -415,6 +415,112 @@ impl Controller {
         Ok(c)
     }
 
+    /// This controller under new SLO thresholds or class weights for the same classes: the
+    /// same DSCPs in the same order, each with the same SLI (kind and percentile). A ratio is
+    /// an SLI over its threshold, so every stored measured and modelled ratio is rescaled by
+    /// old threshold / new threshold and every stored objective value recomputed from them:
+    /// the samples the residual GP learns from, the measurements awaiting admission and the
+    /// last measured ratios. The denoiser's history and the pooled warm-up hold objective
+    /// values without their ratios and start afresh; the rolling best is rebuilt from the
+    /// kept samples and pending measurements (their undenoised values); the regime detector's
+    /// streak restarts. Samples from states saved before ratios were kept are dropped. The
+    /// trust region, the GP's hyperparameters, the iteration count and the random state carry
+    /// over.
+    pub fn retarget(&self, classes: &[TrafficClass]) -> Result<Controller, CoreError> {
+        let objective = Objective::new(classes, self.params.lse_sharpness, self.params.fairness_weight)?;
+        let (old, new) = (self.objective.targets(), objective.targets());
+        if old.len() != new.len() {
+            return Err(CoreError::InvalidObjective(format!(
+                "{} classes given for a controller of {}: only thresholds and weights can change",
+                new.len(),
+                old.len()
+            )));
+        }
+        for (a, b) in old.iter().zip(new) {
+            if a.dscp != b.dscp
+                || a.slo.kind() != b.slo.kind()
+                || (a.slo.percentile() - b.slo.percentile()).abs() > 1e-12
+            {
+                return Err(CoreError::InvalidObjective(format!(
+                    "class {} (DSCP {}) {} cannot become {} (DSCP {}) {}: only thresholds and weights can change",
+                    a.name,
+                    a.dscp,
+                    a.slo.describe(),
+                    b.name,
+                    b.dscp,
+                    b.slo.describe()
+                )));
+            }
+        }
+        let k: Vec<f64> = old
+            .iter()
+            .zip(new)
+            .map(|(a, b)| a.slo.threshold() / b.slo.threshold())
+            .collect();
+        let rescale = |r: &mut Vec<f64>| {
+            if r.len() != k.len() {
+                return false;
+            }
+            for (x, k) in r.iter_mut().zip(&k) {
+                *x *= k;
+            }
+            true
+        };
+        let mut c = self.clone();
+        c.objective = objective;
+        let (objective, st) = (&c.objective, &mut c.state);
+        st.samples.retain_mut(|s| {
+            if !rescale(&mut s.ratios) {
+                return false;
+            }
+            if !s.model_ratios.is_empty() && !rescale(&mut s.model_ratios) {
+                return false;
+            }
+            s.g = objective.of_ratios(&s.ratios);
+            s.f = if s.model_ratios.is_empty() {
+                s.f
+            } else {
+                objective
+                    .model_value(&s.model_ratios, None, Some(&s.ratios))
+                    .map_or(s.f, |(v, _)| v)
+            };
+            true
+        });
+        st.pending.retain_mut(|p| {
+            let kept = rescale(&mut p.ratios);
+            if kept {
+                p.g = objective.of_ratios(&p.ratios);
+            }
+            kept
+        });
+        if let Some(r) = &mut st.last_ratios {
+            if !rescale(r) {
+                st.last_ratios = None;
+            }
+        }
+        st.denoiser.reset();
+        st.warmup_g.clear();
+        st.warmup_centre = None;
+        st.regime = RegimeDetector::new(self.params.regime_factor, self.params.regime_patience);
+        let mut measured: Vec<Measured> = st
+            .samples
+            .samples()
+            .map(|s| (s.iteration, s.g, &s.x))
+            .chain(st.pending.iter().map(|p| (p.iteration, p.g, &p.x)))
+            .map(|(iteration, g, x)| Measured {
+                iteration,
+                g,
+                x: x.clone(),
+            })
+            .collect();
+        measured.sort_by_key(|m| m.iteration);
+        st.best.reset();
+        for m in measured {
+            st.best.push(m);
+        }
+        Ok(c)
+    }
+
     /// Records one measured interval.
     pub fn observe(&mut self, obs: &Observation) -> Result<ObserveReport, CoreError> {
         let ratios = self.objective.ratios(&obs.slis)?;

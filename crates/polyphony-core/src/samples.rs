@@ -77,6 +77,11 @@ impl SampleWindow {
         self.samples.is_empty()
     }
 
+    /// Keeps the samples `f` returns true for, after it has changed them as it likes.
+    pub(crate) fn retain_mut(&mut self, f: impl FnMut(&mut Sample) -> bool) {
+        self.samples.retain_mut(f);
+    }
+
     /// Forgets every sample.
     pub fn clear(&mut self) {
         self.samples.clear();

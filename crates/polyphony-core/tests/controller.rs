@@ -630,3 +630,90 @@ fn a_constant_mean_only_controller_never_fits_a_linear_residual_trend() {
         .expect("observe");
     }
 }
+
+#[test]
+fn new_slo_thresholds_rescale_what_the_controller_learned() {
+    use polyphony_spec::Slo;
+    let sc = scenario();
+    let (truth, model) = formulas(&sc, 1.0, 1.3);
+    let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
+    let mut cfg = default_initial(&sc.classes);
+    // Warm-up windows around the start (each admitted), then control intervals.
+    for w in 0..4 {
+        let mut x = cfg.clone();
+        x.classes[w % 3].weight *= 1.5;
+        c.warm_up(
+            &Observation {
+                config: x.clone(),
+                slis: truth.slis(&x),
+                workload: Some(1),
+            },
+            &model,
+        )
+        .expect("warm-up");
+    }
+    for _ in 0..4 {
+        cfg = step(&mut c, &truth, &model, &cfg);
+    }
+    // The first class's threshold halved, the third's doubled, the second's weight doubled.
+    let factor = [0.5, 1.0, 2.0];
+    let mut classes = sc.classes.clone();
+    for (cl, k) in classes.iter_mut().zip(factor) {
+        if let Slo::FctSlowdown { max_slowdown, .. } = &mut cl.slo {
+            *max_slowdown *= k;
+        }
+    }
+    classes[1].weight *= 2.0;
+    let r = c.retarget(&classes).expect("same classes, new thresholds");
+    let fresh = Controller::from_scenario(
+        &Scenario {
+            classes: classes.clone(),
+            ..sc.clone()
+        },
+        small_params(),
+        Variant::FULL,
+    )
+    .expect("controller");
+    assert_eq!(r.objective(), fresh.objective());
+    let (old, new): (Vec<_>, Vec<_>) = (
+        c.sample_window().samples().collect(),
+        r.sample_window().samples().collect(),
+    );
+    assert!(old.len() >= 3, "{} samples", old.len());
+    assert_eq!(old.len(), new.len());
+    for (a, b) in old.iter().zip(&new) {
+        assert_eq!((a.iteration, &a.x), (b.iteration, &b.x));
+        for (i, k) in factor.iter().enumerate() {
+            // r = SLI / threshold: a threshold × k divides the ratio by k.
+            assert!((b.ratios[i] - a.ratios[i] / k).abs() < 1e-12, "{a:?} {b:?}");
+            assert!((b.model_ratios[i] - a.model_ratios[i] / k).abs() < 1e-12);
+        }
+        assert_eq!(b.g, r.objective().of_ratios(&b.ratios));
+    }
+    // What it measured is judged as a controller built for the new SLOs judges it.
+    let next = Observation {
+        config: cfg.clone(),
+        slis: truth.slis(&cfg),
+        workload: Some(1),
+    };
+    let mut r = r;
+    let report = r.observe(&next).expect("observe");
+    let mut f = fresh;
+    assert_eq!(report.ratios, f.observe(&next).expect("observe").ratios);
+    r.propose(&model).expect("the retargeted controller proposes");
+    // Anything but thresholds and weights is refused: another class, another percentile, fewer.
+    let mut other = sc.classes.clone();
+    other[0].dscp = polyphony_spec::Dscp::new(46).unwrap();
+    let mut pct = sc.classes.clone();
+    if let Slo::FctSlowdown { percentile, .. } = &mut pct[2].slo {
+        *percentile = 0.5;
+    }
+    for (bad, needle) in [
+        (other, "DSCP 46"),
+        (pct, "only thresholds and weights"),
+        (sc.classes[..2].to_vec(), "2 classes given for a controller of 3"),
+    ] {
+        let e = c.retarget(&bad).expect_err("refused");
+        assert!(e.to_string().contains(needle), "{e}");
+    }
+}
