@@ -8,6 +8,7 @@
 use crate::actuation;
 use crate::cli::RecommendArgs;
 use crate::config::{DaemonConfig, LoadedConfig, WorkloadSource};
+use crate::daemon::SavedController;
 use crate::demo::describe;
 use crate::state::{PersistedState, StateDir, STATE_FILE};
 use crate::Failure;
@@ -92,9 +93,14 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
             let ctl =
                 Controller::from_json(&serde_json::to_string(&state.controller).map_err(|e| usage("--state", e))?)
                     .map_err(|e| usage("--state", e))?;
-            if let Some(why) = crate::daemon::saved_controller_mismatch(c, &ctl).map_err(Failure::Runtime)? {
-                return Err(usage("--state", format!("{}: {why}", dir.display())));
-            }
+            let ctl = match crate::daemon::saved_controller(c, &ctl).map_err(Failure::Runtime)? {
+                SavedController::Fits => ctl,
+                SavedController::Retargeted { controller, change } => {
+                    eprintln!("the saved controller, under the config's SLOs: {change}");
+                    *controller
+                }
+                SavedController::Mismatch(why) => return Err(usage("--state", format!("{}: {why}", dir.display()))),
+            };
             (ctl, state.config_in_force, state.intervals)
         }
         (None, Some(samples)) => {

@@ -138,33 +138,36 @@ fn a_truncated_state_file_stops_the_start_naming_it_and_keeping_the_previous_cop
 }
 
 #[test]
-fn a_changed_slo_is_refused_at_restart_naming_both_and_recommend_refuses_it_too() {
+fn a_changed_slo_threshold_carries_the_controller_over_and_another_sli_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().join("state");
     let cfg = dir.path().join("daemon.toml");
     let text = simulated_config(&state_dir, "advise", 0.05, "");
     std::fs::write(&cfg, &text).unwrap();
-    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "2"]);
+    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "3"]);
     assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
-    let before = std::fs::read(state_dir.join("state.json")).unwrap();
+    let state = read_state(&state_dir).expect("state");
+    let ratios = |s: &Value| -> Vec<Vec<f64>> {
+        s.pointer("/controller/state/samples/samples")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|x| {
+                        x["ratios"]
+                            .as_array()
+                            .map(|r| r.iter().filter_map(Value::as_f64).collect())
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = ratios(&state);
+    assert!(!before.is_empty(), "{state}");
 
-    // AF21's SLO relaxed from 15 to 16: the saved controller would keep chasing 15.
+    // AF21's SLO relaxed from 15 to 16: the controller continues, its AF21 ratios × 15/16.
     let changed = dir.path().join("changed.toml");
     std::fs::write(&changed, text.replace("max_slowdown = 15.0", "max_slowdown = 16.0")).unwrap();
-    let out = std::process::Command::new(BIN)
-        .args(["daemon", "--max-iterations", "1", "--config"])
-        .arg(&changed)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    for needle in [
-        "AF21 (DSCP 18) p99 slowdown ≤ 16",
-        "AF21 (DSCP 18) p99 slowdown ≤ 15",
-        "state.json.prev away",
-    ] {
-        assert!(err.contains(needle), "{needle:?} not in {err}");
-    }
     let out = std::process::Command::new(BIN)
         .args(["recommend", "--config"])
         .arg(&changed)
@@ -173,15 +176,103 @@ fn a_changed_slo_is_refused_at_restart_naming_both_and_recommend_refuses_it_too(
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("AF21 p99 slowdown ≤ 15") && err.contains("→ p99 slowdown ≤ 16"),
+        "{err}"
+    );
+    let mut d = ChildGuard::spawn(
+        std::process::Command::new(BIN)
+            .args(["--log", "info", "daemon", "--max-iterations", "4", "--config"])
+            .arg(&changed),
+    );
+    d.wait_line("continues under the new SLOs: AF21", Duration::from_secs(60))
+        .expect("the daemon says it retargeted the saved controller");
+    assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
+    let after = read_state(&state_dir).expect("state");
+    let target = after
+        .pointer("/controller/objective/targets/1/max_slowdown")
+        .and_then(Value::as_f64);
+    assert_eq!(target, Some(16.0), "{after}");
+    let (old, new) = (&before[0], &ratios(&after)[0]);
+    assert_eq!(old.len(), 3);
+    assert!((new[1] - old[1] * 15.0 / 16.0).abs() < 1e-9, "{old:?} {new:?}");
+    assert_eq!((new[0], new[2]), (old[0], old[2]));
+
+    // AF21 judged at another percentile: its ratios cannot be carried over; refused.
+    let other = dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        text.replace("max_slowdown = 15.0", "percentile = 0.5, max_slowdown = 16.0"),
+    )
+    .unwrap();
+    let saved = std::fs::read(state_dir.join("state.json")).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["daemon", "--max-iterations", "1", "--config"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--state") && err.contains("≤ 16"), "{err}");
+    for needle in [
+        "AF21 (DSCP 18) p50 slowdown ≤ 16",
+        "AF21 (DSCP 18) p99 slowdown ≤ 16",
+        "only thresholds and weights can change",
+        "state.json.prev away",
+    ] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
     assert_eq!(
         std::fs::read(state_dir.join("state.json")).unwrap(),
-        before,
+        saved,
         "nothing written"
     );
+}
 
-    // The configuration it was built under resumes.
-    let (mut d, _) = start_daemon(&cfg, &["--max-iterations", "1"]);
-    assert_eq!(d.wait(Duration::from_secs(600)), Some(0));
+#[test]
+fn a_reload_with_new_slo_thresholds_retargets_the_running_controller() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("state");
+    let cfg = dir.path().join("daemon.toml");
+    let text = simulated_config(&state_dir, "advise", 0.2, "");
+    std::fs::write(&cfg, &text).unwrap();
+    let (mut d, _) = start_daemon(&cfg, &[]);
+    poll(Duration::from_secs(120), || {
+        read_state(&state_dir).filter(|s| s["iteration"].as_u64().unwrap_or(0) >= 2)
+    })
+    .expect("two iterations");
+    // AF31's SLO tightened from 20 to 16, and its weight doubled.
+    let changed = text
+        .replace("max_slowdown = 20.0", "max_slowdown = 16.0")
+        .replace("name = \"AF31\"", "name = \"AF31\"\nweight = 2.0");
+    assert_ne!(changed, text);
+    std::fs::write(&cfg, &changed).unwrap();
+    d.signal(libc::SIGHUP);
+    let line = d
+        .wait_line("continues under the new SLOs", Duration::from_secs(120))
+        .expect("the reload retargets the controller");
+    assert!(line.contains("AF31 p99 slowdown ≤ 20 → p99 slowdown ≤ 16"), "{line}");
+    assert!(line.contains("AF31 weight"), "{line}");
+    let target = poll(Duration::from_secs(120), || {
+        read_state(&state_dir)
+            .and_then(|s| {
+                s.pointer("/controller/objective/targets/2/max_slowdown")
+                    .and_then(Value::as_f64)
+            })
+            .filter(|&v| v == 16.0)
+    });
+    assert_eq!(target, Some(16.0), "the saved controller carries the new SLO");
+    // Another percentile for a class is not a threshold: refused, the controller kept.
+    std::fs::write(
+        &cfg,
+        changed.replace("max_slowdown = 16.0", "percentile = 0.5, max_slowdown = 16.0"),
+    )
+    .unwrap();
+    d.signal(libc::SIGHUP);
+    let refused = d
+        .wait_line("reload refused", Duration::from_secs(120))
+        .expect("refused");
+    assert!(refused.contains("only thresholds and weights can change"), "{refused}");
+    d.signal(libc::SIGTERM);
+    assert_eq!(d.wait(Duration::from_secs(300)), Some(0));
 }

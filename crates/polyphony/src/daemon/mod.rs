@@ -77,22 +77,33 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
     // naming it and its previous good copy, with exit code 2: systemd's unit does not restart
     // into the same error (RestartPreventExitStatus=2), and nothing is written over either file.
     let dir = StateDir::open(&loaded.config.state_dir).map_err(|e| Failure::Runtime(e.into()))?;
-    let saved = dir.load().map_err(|e| match e {
+    let mut saved = dir.load().map_err(|e| match e {
         StateError::Corrupt { .. } => Failure::Usage(e.to_string()),
         other => Failure::Runtime(other.into()),
     })?;
-    if let Some(s) = &saved {
-        let ctl = Controller::from_json(&s.controller.to_string()).map_err(|e| {
+    if let Some(ctl) = &saved {
+        let ctl = Controller::from_json(&ctl.controller.to_string()).map_err(|e| {
             Failure::Usage(format!(
                 "{}: not a polyphony state file (controller: {e}); its previous good copy is {}",
                 dir.file().display(),
                 dir.prev_file().display()
             ))
         })?;
-        // A saved controller keeps the objective it was built for: refuse (exit 2, no restart
-        // loop) rather than chase old SLOs under a changed configuration.
-        if let Some(why) = saved_controller_mismatch(&loaded.config, &ctl).map_err(Failure::Runtime)? {
-            return Err(Failure::Usage(format!("{}: {why}", dir.file().display())));
+        // A saved controller keeps the objective it was built for: new thresholds or weights
+        // rescale what it learned; anything else is refused (exit 2, no restart loop) rather
+        // than chase old SLOs under a changed configuration.
+        match saved_controller(&loaded.config, &ctl).map_err(Failure::Runtime)? {
+            SavedController::Fits => {}
+            SavedController::Retargeted { controller, change } => {
+                info!("the saved controller continues under the new SLOs: {change}");
+                let v = serde_json::to_value(&*controller).map_err(|e| Failure::Runtime(e.into()))?;
+                if let Some(s) = &mut saved {
+                    s.controller = v;
+                }
+            }
+            SavedController::Mismatch(why) => {
+                return Err(Failure::Usage(format!("{}: {why}", dir.file().display())));
+            }
         }
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -379,8 +390,28 @@ impl Daemon {
             Ok(new) => {
                 let old = &self.loaded.config;
                 let n = &new.config;
+                // New SLO thresholds or class weights, nothing else about the classes: the
+                // running controller continues with what it learned rescaled to them.
+                let retarget = old.classes != n.classes
+                    && old.classes.len() == n.classes.len()
+                    && old.classes.iter().zip(&n.classes).all(|(a, b)| a.name == b.name);
+                let retargeted = match (&self.step, retarget) {
+                    (Some(step), true) => match saved_controller(n, step.tuner()) {
+                        Ok(SavedController::Retargeted { controller, change }) => Some((controller, change)),
+                        Ok(SavedController::Fits) => None,
+                        Ok(SavedController::Mismatch(why)) => {
+                            error!("reload refused, keeping the running configuration: {why}");
+                            return;
+                        }
+                        Err(e) => {
+                            error!("reload refused, keeping the running configuration: {e:#}");
+                            return;
+                        }
+                    },
+                    _ => None,
+                };
                 let fixed = [
-                    ("classes", old.classes != n.classes),
+                    ("classes", old.classes != n.classes && retargeted.is_none()),
                     ("topology", old.topology != n.topology),
                     ("knobs", old.knob_space() != n.knob_space()),
                     ("controller", old.controller != n.controller),
@@ -391,13 +422,20 @@ impl Daemon {
                 ];
                 if let Some((k, _)) = fixed.iter().find(|(_, changed)| *changed) {
                     let how = match *k {
-                        // What the saved controller was built from (saved_controller_mismatch).
+                        // What the saved controller was built from (saved_controller).
                         "classes" | "knobs" | "controller" => {
                             "a fresh controller: stop the daemon, move the state directory's state.json and state.json.prev away, and start it again"
                         }
                         _ => "a restart",
                     };
-                    error!("reload refused, keeping the running configuration: changing `{k}` needs {how}");
+                    // A class's SLO threshold and weight can change on a reload; its name, DSCP
+                    // and SLI cannot.
+                    let what = if *k == "classes" {
+                        " beyond SLO thresholds and weights"
+                    } else {
+                        ""
+                    };
+                    error!("reload refused, keeping the running configuration: changing `{k}`{what} needs {how}");
                     return;
                 }
                 if matches!(
@@ -440,6 +478,12 @@ impl Daemon {
                 }
                 self.mode = n.mode;
                 publish::mode(&self.metrics, self.mode);
+                if let Some((controller, change)) = retargeted {
+                    if let Some(step) = self.step.take() {
+                        info!("the controller continues under the new SLOs: {change}");
+                        self.step = Some(ControlStep::resume(*controller, policy(n), step.state().clone()));
+                    }
+                }
                 info!(
                     mode = self.mode.as_str(),
                     interval_s = n.interval_s,
@@ -1044,11 +1088,29 @@ pub fn fresh_step(c: &DaemonConfig) -> Result<ControlStep<Controller>> {
     Ok(ControlStep::new(ctl, policy(c), initial, plan))
 }
 
-/// Whether a controller saved in a state file can continue under configuration `c`: it was
-/// built from the classes and SLOs, knob space and `[controller]` table of the configuration it
-/// started under, and keeps them, so a changed one would be ignored (a relaxed SLO still chased,
-/// say). Returns what differs, both ways, and what to do; `None` when it may continue.
-pub fn saved_controller_mismatch(c: &DaemonConfig, saved: &Controller) -> Result<Option<String>> {
+/// What becomes of a controller saved in a state file under configuration `c`.
+#[derive(Debug)]
+pub enum SavedController {
+    /// Built from `c`'s classes and SLOs, knob space and `[controller]` table: it continues.
+    Fits,
+    /// The same classes, knob space and `[controller]`, but new SLO thresholds or class
+    /// weights: the controller with what it learned rescaled to them
+    /// ([`Controller::retarget`]); `change` says what changed, for the log.
+    Retargeted {
+        /// The retargeted controller.
+        controller: Box<Controller>,
+        /// The classes whose threshold or weight changed, old → new.
+        change: String,
+    },
+    /// Built for other classes or SLIs, another knob space or another `[controller]`: it
+    /// cannot continue. What differs, both ways, and what to do.
+    Mismatch(String),
+}
+
+/// Whether a controller saved in a state file can continue under configuration `c` (see
+/// [`SavedController`]): it keeps the objective, knob space and parameters it was built from,
+/// so continuing under others would chase old SLOs.
+pub fn saved_controller(c: &DaemonConfig, saved: &Controller) -> Result<SavedController> {
     let fresh = fresh_step(c)?;
     let want = fresh.tuner();
     let describe = |t: &[polyphony_core::objective::ClassTarget]| {
@@ -1058,36 +1120,59 @@ pub fn saved_controller_mismatch(c: &DaemonConfig, saved: &Controller) -> Result
             .join(", ")
     };
     let value = |v: Result<serde_json::Value, serde_json::Error>| v.map_err(|e| anyhow!("{e}"));
-    let why = if !close(
-        &value(serde_json::to_value(want.objective()))?,
-        &value(serde_json::to_value(saved.objective()))?,
-    ) {
-        format!(
-            "[[classes]] declares {} but the saved controller was built for {}",
-            describe(want.objective().targets()),
-            describe(saved.objective().targets())
-        )
-    } else if !close(
+    let mismatch = |why: String| {
+        Ok(SavedController::Mismatch(format!(
+            "{why}; its samples were judged against those, so it cannot continue under this configuration: \
+             restore the old values, or stop the daemon and move state.json and state.json.prev away to start afresh"
+        )))
+    };
+    if !close(
         &value(serde_json::to_value(want.space()))?,
         &value(serde_json::to_value(saved.space()))?,
     ) {
-        "the knob space ([knobs], or the per-class default) differs from the one the saved controller was built for"
-            .to_string()
-    } else if !close(
+        return mismatch(
+            "the knob space ([knobs], or the per-class default) differs from the one the saved controller was built for"
+                .to_string(),
+        );
+    }
+    if !close(
         &value(serde_json::to_value(c.controller.clone()))?,
         &value(serde_json::to_value(saved.params().operator()))?,
     ) {
-        format!(
+        return mismatch(format!(
             "[controller] differs from the table the saved controller was built with ({})",
             serde_json::to_string(&saved.params().operator()).unwrap_or_default()
-        )
-    } else {
-        return Ok(None);
-    };
-    Ok(Some(format!(
-        "{why}; its samples were judged against those, so it cannot continue under this configuration: \
-         restore the old values, or stop the daemon and move state.json and state.json.prev away to start afresh"
-    )))
+        ));
+    }
+    if close(
+        &value(serde_json::to_value(want.objective()))?,
+        &value(serde_json::to_value(saved.objective()))?,
+    ) {
+        return Ok(SavedController::Fits);
+    }
+    match saved.retarget(&c.classes) {
+        Ok(controller) => {
+            let mut change = Vec::new();
+            for (a, b) in saved.objective().targets().iter().zip(controller.objective().targets()) {
+                if (a.slo.threshold() - b.slo.threshold()).abs() > 1e-9 * a.slo.threshold() {
+                    change.push(format!("{} {} → {}", b.name, a.slo.describe(), b.slo.describe()));
+                }
+                if (a.weight - b.weight).abs() > 1e-9 {
+                    change.push(format!("{} weight {:.3} → {:.3}", b.name, a.weight, b.weight));
+                }
+            }
+            let change = change.join(", ");
+            Ok(SavedController::Retargeted {
+                controller: Box::new(controller),
+                change,
+            })
+        }
+        Err(e) => mismatch(format!(
+            "[[classes]] declares {} but the saved controller was built for {} ({e})",
+            describe(want.objective().targets()),
+            describe(saved.objective().targets())
+        )),
+    }
 }
 
 /// Equal JSON values, numbers within a relative 1e-9 (a state file's numbers have been
