@@ -96,7 +96,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
             let ctl = match crate::daemon::saved_controller(c, &ctl).map_err(Failure::Runtime)? {
                 SavedController::Fits => ctl,
                 SavedController::Retargeted { controller, change } => {
-                    eprintln!("the saved controller, under the config's SLOs: {change}");
+                    eprintln!("the saved controller continues under the new SLOs: {change}");
                     *controller
                 }
                 SavedController::Mismatch(why) => return Err(usage("--state", format!("{}: {why}", dir.display()))),
