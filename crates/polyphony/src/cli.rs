@@ -186,6 +186,31 @@ pub struct RecommendArgs {
     pub json: bool,
 }
 
+impl Cli {
+    /// Parses `args` (the program name first). A value that looks like a negative number is
+    /// taken as the flag's value, so `--iterations -1` is named as a bad value of
+    /// `--iterations` rather than reported as an unknown argument `-1`.
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches};
+        fn negatives(cmd: clap::Command) -> clap::Command {
+            cmd.mut_args(|a| {
+                if a.get_action().takes_values() {
+                    a.allow_negative_numbers(true)
+                } else {
+                    a
+                }
+            })
+            .mut_subcommands(negatives)
+        }
+        let mut cmd = negatives(Cli::command());
+        Cli::from_arg_matches_mut(&mut cmd.try_get_matches_from_mut(args)?)
+    }
+}
+
 /// A clap error as one line: its message with the offending flag, without usage and tips.
 pub fn one_line(e: &clap::Error) -> String {
     let rendered = e.render().to_string();
@@ -214,6 +239,16 @@ mod tests {
         let e = Cli::try_parse_from(["polyphony", "daemon"]).unwrap_err();
         let l = one_line(&e);
         assert!(l.contains("--config") && !l.contains('\n'), "{l}");
+    }
+
+    #[test]
+    fn a_negative_number_is_a_bad_value_of_its_flag() {
+        let e = Cli::try_parse_args(["polyphony", "demo", "--iterations", "-1"]).unwrap_err();
+        let l = one_line(&e);
+        assert!(l.contains("--iterations") && l.contains("'-1'"), "{l}");
+        // A float flag takes it, for its own range check to name.
+        let ok = Cli::try_parse_args(["polyphony", "demo", "--measure-s", "-2"]).unwrap();
+        assert!(matches!(ok.command, Command::Demo(d) if d.measure_s == Some(-2.0)));
     }
 
     #[test]

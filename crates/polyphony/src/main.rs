@@ -1,12 +1,11 @@
 //! The `polyphony` executable: parses the command line, sets up logging, runs one subcommand and
 //! maps failures to exit codes (2 = bad arguments or configuration, nothing applied; 1 = runtime).
 
-use clap::Parser;
 use polyphony::cli::{one_line, Cli, Command};
 use polyphony::Failure;
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_args(std::env::args_os()) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;

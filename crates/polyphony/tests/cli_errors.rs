@@ -368,6 +368,13 @@ fn bad_arguments_name_the_flag() {
     );
     assert_one_line_usage_error(&["demo", "--frobnicate"], &["--frobnicate"]);
     assert_one_line_usage_error(&["demo", "--measure-s", "0"], &["--measure-s", "0"]);
+    // A negative number is the flag's bad value, not an unknown argument.
+    assert_one_line_usage_error(&["demo", "--iterations", "-1"], &["--iterations", "'-1'"]);
+    assert_one_line_usage_error(&["demo", "--measure-s", "-2"], &["--measure-s -2"]);
+    assert_one_line_usage_error(
+        &["workfeed", "aggregator", "--retention-s", "-5"],
+        &["--retention-s", "'-5'"],
+    );
     assert_one_line_usage_error(&["frobnicate"], &["frobnicate"]);
     assert_one_line_usage_error(
         &["simulate", "--scenario", scenario().to_str().unwrap(), "--model", "ns3"],
