@@ -46,22 +46,22 @@ pub struct AgentArgs {
     #[arg(long)]
     pub aggregator: Option<SocketAddr>,
     /// This agent's id (default: derived from the host name).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub agent_id: Option<u32>,
     /// Keep probability of hash-based sampling, in (0, 1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub sample: Option<f64>,
     /// Records per datagram (1..=1300).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub batch_records: Option<usize>,
     /// Longest a record waits before it is sent, milliseconds.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub flush_ms: Option<u64>,
     /// File holding the shared HMAC-SHA256 key (≥ 16 bytes).
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Capture only connections to these server ports (repeatable).
-    #[arg(long = "port")]
+    #[arg(long = "port", allow_negative_numbers = true)]
     pub ports: Vec<u16>,
     /// Capture only sockets in these network namespaces, given as files such as
     /// /run/netns/NAME (repeatable).
@@ -73,7 +73,7 @@ pub struct AgentArgs {
     pub ipfix_export: Vec<SocketAddr>,
     /// Private enterprise number of Workfeed's own IPFIX elements (default 32473, the number
     /// reserved for documentation).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub ipfix_enterprise: Option<u32>,
     /// Also (or, without --aggregator, only) publish every datagram to this NATS JetStream
     /// server, e.g. nats://10.0.0.5:4222.
@@ -117,10 +117,10 @@ pub struct AggregatorArgs {
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Further keep probability applied here, in (0, 1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub sample: Option<f64>,
     /// Keep closed connections this many seconds (default 600).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub retention_s: Option<u64>,
     /// TOML file mapping addresses to host ids (`"198.18.1.2" = 0`).
     #[arg(long)]
@@ -133,16 +133,16 @@ pub struct AggregatorArgs {
     #[arg(long)]
     pub upstream: Option<SocketAddr>,
     /// This aggregator's agent id towards the upstream.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub upstream_id: Option<u32>,
     /// Key file for tagging forwarded datagrams.
     #[arg(long)]
     pub upstream_key_file: Option<PathBuf>,
     /// Every this many seconds, log per-class summaries of the last window (default 10).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub report_s: Option<u64>,
     /// Window length for reports and `--trace-out`, seconds (default 60).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub window_s: Option<u64>,
     /// Rewrite this file with the last window's flows (JSON lines) at every report.
     #[arg(long)]
@@ -155,7 +155,7 @@ pub struct AggregatorArgs {
     pub ipfix_export: Vec<SocketAddr>,
     /// Private enterprise number of Workfeed's own IPFIX elements, read and written (default
     /// 32473, the number reserved for documentation).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub ipfix_enterprise: Option<u32>,
 }
 
@@ -568,5 +568,22 @@ mod tests {
         };
         let e = g.to_config().unwrap_err().to_string();
         assert!(e.starts_with("--hosts file ") && e.contains("hosts.txt"), "{e}");
+    }
+
+    #[test]
+    fn a_negative_number_is_named_as_its_flags_bad_value() {
+        for (args, flag) in [
+            (["aggregator", "--retention-s", "-5"], "--retention-s"),
+            (["agent", "--flush-ms", "-1"], "--flush-ms"),
+        ] {
+            let e = Cli::try_parse_from(std::iter::once("workfeed").chain(args))
+                .err()
+                .expect("refused");
+            let e = e.to_string();
+            assert!(
+                e.contains(flag) && e.contains(args[2]) && !e.contains("unexpected argument"),
+                "{e}"
+            );
+        }
     }
 }
