@@ -176,11 +176,12 @@ impl DaemonConfig {
         let scenario = match &self.workload {
             WorkloadSource::Scenario { scenario } => {
                 let shown = scenario.display().to_string();
-                let text = std::fs::read_to_string(scenario).map_err(|e| ConfigError::Invalid {
-                    path: path.into(),
-                    key: "workload.scenario".into(),
-                    value: format!("{shown:?}"),
-                    why: format!("cannot read the scenario: {e}"),
+                let text = std::fs::read_to_string(scenario).map_err(|e| {
+                    bad(
+                        "workload.scenario",
+                        &format!("{shown:?}"),
+                        &format!("cannot read the scenario: {e}"),
+                    )
                 })?;
                 let s = Scenario::from_toml(&text, &shown).map_err(|e| spec("workload.scenario", e))?;
                 let mut a = s.dscps();
@@ -352,23 +353,16 @@ impl DaemonConfig {
     fn validate_trace(&self, path: &str, trace: &Path) -> Result<(), ConfigError> {
         let bad = invalid(path);
         let shown = trace.display().to_string();
-        let text = std::fs::read_to_string(trace).map_err(|e| ConfigError::Invalid {
-            path: path.into(),
-            key: "workload.path".into(),
-            value: format!("{shown:?}"),
-            why: format!("cannot read the trace: {e}"),
-        })?;
-        let w = polyphony_spec::Workload::from_file_text(&text, &shown).map_err(|e| ConfigError::Invalid {
-            path: path.into(),
-            key: "workload.path".into(),
-            value: format!("{shown:?}"),
-            why: e.to_string(),
-        })?;
+        let value = format!("{shown:?}");
+        let text = std::fs::read_to_string(trace)
+            .map_err(|e| bad("workload.path", &value, &format!("cannot read the trace: {e}")))?;
+        let w = polyphony_spec::Workload::from_file_text(&text, &shown)
+            .map_err(|e| bad("workload.path", &value, &e.to_string()))?;
         let hosts = self.topology.hosts();
         if let Some(f) = w.flows.iter().find(|f| f.src.0 >= hosts || f.dst.0 >= hosts) {
             return Err(bad(
                 "workload.path",
-                &format!("{shown:?}"),
+                &value,
                 &format!(
                     "flow {} runs from host {} to host {}, but [topology] ({}) has hosts 0..{}: give a trace of this network",
                     f.id.0,
@@ -383,7 +377,7 @@ impl DaemonConfig {
         if let Some(f) = w.flows.iter().find(|f| !dscps.contains(&f.dscp)) {
             return Err(bad(
                 "workload.path",
-                &format!("{shown:?}"),
+                &value,
                 &format!(
                     "flow {} has DSCP {}, which no [[classes]] entry has: add the class or drop its flows from the trace",
                     f.id.0,

@@ -81,8 +81,8 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
         StateError::Corrupt { .. } => Failure::Usage(e.to_string()),
         other => Failure::Runtime(other.into()),
     })?;
-    if let Some(ctl) = &saved {
-        let ctl = Controller::from_json(&ctl.controller.to_string()).map_err(|e| {
+    if let Some(state) = &mut saved {
+        let ctl = Controller::from_json(&state.controller.to_string()).map_err(|e| {
             Failure::Usage(format!(
                 "{}: not a polyphony state file (controller: {e}); its previous good copy is {}",
                 dir.file().display(),
@@ -96,10 +96,7 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
             SavedController::Fits => {}
             SavedController::Retargeted { controller, change } => {
                 info!("the saved controller continues under the new SLOs: {change}");
-                let v = serde_json::to_value(&*controller).map_err(|e| Failure::Runtime(e.into()))?;
-                if let Some(s) = &mut saved {
-                    s.controller = v;
-                }
+                state.controller = serde_json::to_value(&*controller).map_err(|e| Failure::Runtime(e.into()))?;
             }
             SavedController::Mismatch(why) => {
                 return Err(Failure::Usage(format!("{}: {why}", dir.file().display())));
