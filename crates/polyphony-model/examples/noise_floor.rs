@@ -4,6 +4,11 @@
 //! * `--mode knobs`: every class's weight scaled by a random factor in [1 − ε, 1 + ε]
 //!   (renormalised), ECN thresholds by another, on the **same flows** — the floor for a model
 //!   judged, as `validate` judges it, on the same arrivals pktsim ran;
+//! * `--mode jitter`: the same flows, each start moved later by a uniform draw below one
+//!   packet time (1514 bytes at the reference rate), re-sorted: to any statistic a model reads the
+//!   same workload. The other side is the median p99 over `--realizations` such copies — how
+//!   far one window's p99 lies from what its arrivals decide, the floor for a model that sees
+//!   flows but not the sub-packet timing of their packets;
 //! * `--mode arrivals`: the same scenario and configuration with the flows drawn from other
 //!   workload seeds (same distributions, other arrivals and sizes; same ECMP salt). One side is
 //!   the median p99 over windows 0..W (`--windows`, default 1: the case's own window), the
@@ -32,7 +37,7 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, median, objective, spearman, Case, Regime};
 use polyphony_model::{ModelOutput, NetworkModel, PktSim};
-use polyphony_spec::{Bytes, NetworkConfig};
+use polyphony_spec::{Bytes, Nanos, NetworkConfig, Workload};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
@@ -41,7 +46,8 @@ use std::collections::BTreeMap;
 struct Args {
     #[command(flatten)]
     cases: common::CaseArgs,
-    /// `knobs` (same flows, knobs moved by ε) or `arrivals` (other flows, same knobs).
+    /// `knobs` (same flows, knobs moved by ε), `jitter` (same flows moved by under a packet
+    /// time, same knobs) or `arrivals` (other flows, same knobs).
     #[arg(long, default_value = "knobs")]
     mode: String,
     /// Relative perturbation of each knob (`--mode knobs`).
@@ -105,12 +111,33 @@ fn run(c: &Case, a: &Args) -> Result<CaseChanges> {
                 .into_iter()
                 .collect::<Result<_, _>>()?
         }
+        "jitter" => {
+            let packet_ns = 1514.0 * 8e9 / c.scenario.topology.reference_rate().0 as f64;
+            let runs: Vec<Vec<ModelOutput>> = (0..a.realizations.max(1) as u64)
+                .map(|draw| {
+                    let mut rng =
+                        Xoshiro256PlusPlus::seed_from_u64(c.seed ^ draw.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x6a09);
+                    let mut flows = input.workload.flows.clone();
+                    for f in &mut flows {
+                        f.start = Nanos(f.start.0 + rng.gen_range(0.0..packet_ns) as u64);
+                    }
+                    let mut moved = input.clone();
+                    moved.workload = std::sync::Arc::new(Workload::new(flows, input.workload.duration)?);
+                    PktSim::default()
+                        .evaluate(&moved, &c.configs[..n])
+                        .into_iter()
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(anyhow::Error::from)
+                })
+                .collect::<Result<_>>()?;
+            common::median_p99(&runs, &c.scenario.classes)
+        }
         "arrivals" => {
             let w0 = a.windows.max(1);
             let later = w0..w0 + a.realizations.max(1) as u64;
             common::pktcache::median_over(c, later, &a.cases.set, a.pktsim_cache.as_deref())?[..n].to_vec()
         }
-        m => bail!("--mode {m}: use knobs or arrivals"),
+        m => bail!("--mode {m}: use knobs, jitter or arrivals"),
     };
     let mut out = Vec::new();
     for (x, y) in first.iter().zip(&second) {
@@ -133,8 +160,11 @@ fn run(c: &Case, a: &Args) -> Result<CaseChanges> {
 
 fn main() -> Result<()> {
     let a = Args::parse();
-    if a.mode != "arrivals" && (a.windows > 1 || a.realizations > 1) {
-        bail!("--windows and --realizations draw other windows: they go with --mode arrivals");
+    if a.mode != "arrivals" && a.windows > 1 {
+        bail!("--windows draws other windows: it goes with --mode arrivals");
+    }
+    if a.mode == "knobs" && a.realizations > 1 {
+        bail!("--realizations counts other windows or jittered copies: it goes with --mode arrivals or jitter");
     }
     let (set, range) = a.cases.range()?;
     let cases: Vec<Case> = range.map(|i| case(set, i, a.configs)).collect::<Result<_, _>>()?;
