@@ -707,7 +707,7 @@ pub fn features(
         .zip(configs)
         .map(|(o, cfg)| {
             let o = o?;
-            let params = crate::flowsim::flowsim_params(input, cfg, &flowsim.options)?;
+            let params = crate::flowsim::flowsim_params(&input.classes, cfg, &flowsim.options)?;
             let buffer = cfg.port_buffer.map_or(DEFAULT_BUFFER, |b| b.0 as f64);
             let f = (0..input.classes.len())
                 .filter_map(|ci| window.features(input, &params, buffer, &o.sli, ci).map(|f| (ci, f)))

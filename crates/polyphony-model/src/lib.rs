@@ -36,7 +36,7 @@ pub use model::{output_from_fcts, ModelInput, ModelOutput, NetworkModel, RunStat
 pub use pktsim::{FirstSegment, Marking, PktSim, PktSimOptions};
 pub use simulate::{
     default_config, poor_config, scale_scenario, scenario_input, scenario_trace, simulate, three_class_scenario,
-    trace_input, ModelKind, SimulateReport, SimulateRequest,
+    trace_input, ModelKind, SimulateReport, SimulateRequest, SpaceError,
 };
 pub use synth::{load_at, mix_cdfs, synthesize, Locality, SynthesisOptions, TrafficMatrix};
 pub use topology::{Link, Path, Shape, Topology, HEADER_BYTES, MAX_HOPS, MSS};

@@ -164,22 +164,21 @@ pub(crate) struct Prepared {
 
 pub(crate) fn prepare(input: &ModelInput, cfg: &NetworkConfig) -> Result<Prepared, ModelError> {
     Ok(Prepared {
-        classes: class_params(input, cfg)?,
+        classes: class_params(&input.classes, cfg)?,
         flow_class: flow_classes(input)?,
     })
 }
 
-/// The configuration's knobs in input class order, validated.
-pub(crate) fn class_params(input: &ModelInput, cfg: &NetworkConfig) -> Result<Vec<ClassParams>, ModelError> {
+/// The configuration's knobs in `classes` order (the input's), validated.
+pub(crate) fn class_params(classes: &[Dscp], cfg: &NetworkConfig) -> Result<Vec<ClassParams>, ModelError> {
     cfg.validate()?;
-    if input.classes.len() > MAX_CLASSES {
+    if classes.len() > MAX_CLASSES {
         return Err(ModelError::TooManyClasses {
-            classes: input.classes.len(),
+            classes: classes.len(),
             max: MAX_CLASSES,
         });
     }
-    input
-        .classes
+    classes
         .iter()
         .map(|&d| {
             let c = cfg.class(d).ok_or(ModelError::UnknownClass {

@@ -14,8 +14,8 @@ use crate::pktsim::PktSim;
 use crate::synth::{mix_cdfs, synthesize, SynthesisOptions};
 use crate::topology::Topology;
 use polyphony_spec::{
-    Bytes, ClassMix, ClassSli, Dscp, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, Scenario, SloKind,
-    TopologySpec, TrafficClass,
+    Bytes, ClassMix, ClassSli, Dscp, FlowTrace, KnobKind, KnobSpace, LeafSpineSpec, Nanos, NetworkConfig, Packets,
+    Scenario, SloKind, TopologySpec, TrafficClass,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -64,6 +64,48 @@ impl ModelKind {
         }
     }
 
+    /// Checks that this model evaluates every configuration a controller may propose from
+    /// `start` in `space` for `classes` (objective order): the start itself, and each algorithm
+    /// a categorical knob may give its class. Numeric knobs stay inside ranges the spec has
+    /// validated; what a model may refuse is an algorithm — one it does not simulate, or (flowsim)
+    /// a loss-based one in a class that shares the port buffer with others. A class's own
+    /// buffer counts when `start` sets it or a buffer knob tunes it. Run it at load, so such a
+    /// space is a configuration error rather than a failed proposal every interval.
+    pub fn check_space(self, classes: &[Dscp], space: &KnobSpace, start: &NetworkConfig) -> Result<(), SpaceError> {
+        let check = |cfg: &NetworkConfig| -> Result<(), ModelError> {
+            match self {
+                ModelKind::FlowSimCorrected | ModelKind::FlowSimAggregate => {
+                    crate::flowsim::flowsim_params(classes, cfg, &crate::FlowSimOptions::default()).map(|_| ())
+                }
+                ModelKind::PktSim => crate::model::class_params(classes, cfg).map(|_| ()),
+            }
+        };
+        check(start).map_err(SpaceError::Start)?;
+        for (knob, cat) in space.categorical.iter().enumerate() {
+            for (choice, algorithm) in cat.congestion_control.iter().enumerate() {
+                let mut cfg = start.clone();
+                let Some(class) = cfg.classes.iter_mut().find(|c| c.dscp == cat.dscp) else {
+                    continue;
+                };
+                class.congestion_control = Some(algorithm.clone());
+                if let Some(b) = space
+                    .knobs
+                    .iter()
+                    .find(|k| k.dscp == cat.dscp && k.kind == KnobKind::Buffer)
+                {
+                    class.buffer = Some(Bytes(b.min.max(1.0) as u64));
+                }
+                check(&cfg).map_err(|source| SpaceError::Choice {
+                    knob,
+                    choice,
+                    algorithm: algorithm.name().to_string(),
+                    source,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     /// The model itself, with its default options; the corrected model's compiled-in artifact
     /// is parsed here, and a bad one is an error ([`ModelError::Artifact`]).
     pub fn model(self) -> Result<Arc<dyn NetworkModel>, ModelError> {
@@ -73,6 +115,27 @@ impl ModelKind {
             ModelKind::PktSim => Arc::new(PktSim::default()),
         })
     }
+}
+
+/// A configuration a controller may propose that the model refuses ([`ModelKind::check_space`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SpaceError {
+    /// The start configuration itself.
+    #[error("the start configuration: {0}")]
+    Start(#[source] ModelError),
+    /// One algorithm a categorical knob may give its class.
+    #[error("knobs.categorical[{knob}].congestion_control[{choice}] = {algorithm:?}: {source}")]
+    Choice {
+        /// Index of the categorical knob in the space.
+        knob: usize,
+        /// Index of the refused algorithm in the knob's list.
+        choice: usize,
+        /// The algorithm's kernel name.
+        algorithm: String,
+        /// The model's refusal.
+        #[source]
+        source: ModelError,
+    },
 }
 
 /// What to simulate.
@@ -395,6 +458,65 @@ mod tests {
         let replayed = simulate(&req).unwrap();
         assert!(direct.output.stats.flows > 10, "{:?}", direct.output.stats);
         assert_eq!(replayed.output, direct.output);
+    }
+
+    /// flowsim refuses a space that may put a class on CUBIC beside others without a buffer
+    /// of its own, naming the knob and choice; a start buffer or a buffer knob makes it
+    /// modellable, and pktsim simulates it either way.
+    #[test]
+    fn a_loss_based_choice_needs_a_class_buffer_for_flowsim() {
+        use polyphony_spec::{CategoricalSpec, ClassConfig, CongestionControl, KnobSpec, Scale};
+        let dscps = [Dscp::AF11, Dscp::AF21, Dscp::AF31];
+        let start = NetworkConfig {
+            classes: dscps
+                .iter()
+                .map(|&d| ClassConfig::new(d, 1.0 / 3.0, Bytes(30_000), Packets(10)))
+                .collect(),
+            port_buffer: None,
+        };
+        let mut space = KnobSpace::per_class_default(&dscps);
+        space.categorical.push(CategoricalSpec {
+            dscp: Dscp::AF31,
+            congestion_control: vec![
+                CongestionControl::new("dctcp").unwrap(),
+                CongestionControl::new("cubic").unwrap(),
+            ],
+        });
+        let refused = ModelKind::FlowSimCorrected
+            .check_space(&dscps, &space, &start)
+            .unwrap_err();
+        assert!(
+            matches!(&refused, SpaceError::Choice { knob: 0, choice: 1, algorithm, .. } if algorithm == "cubic"),
+            "{refused:?}"
+        );
+        let text = refused.to_string();
+        assert!(
+            text.contains("categorical[0].congestion_control[1]") && text.contains("own buffer"),
+            "{text}"
+        );
+        assert!(ModelKind::PktSim.check_space(&dscps, &space, &start).is_ok());
+        let mut with_buffer = start.clone();
+        with_buffer.classes[2].buffer = Some(Bytes(200_000));
+        assert!(ModelKind::FlowSimAggregate
+            .check_space(&dscps, &space, &with_buffer)
+            .is_ok());
+        let mut tuned = space.clone();
+        tuned.knobs.push(KnobSpec {
+            kind: KnobKind::Buffer,
+            dscp: Dscp::AF31,
+            min: 50_000.0,
+            max: 500_000.0,
+            scale: Scale::Log,
+        });
+        assert!(ModelKind::FlowSimCorrected.check_space(&dscps, &tuned, &start).is_ok());
+        // The start itself: CUBIC without a buffer, no categorical knob at all.
+        let mut cubic = start.clone();
+        cubic.classes[0].congestion_control = Some(CongestionControl::new("cubic").unwrap());
+        let plain = KnobSpace::per_class_default(&dscps);
+        assert!(matches!(
+            ModelKind::FlowSimCorrected.check_space(&dscps, &plain, &cubic),
+            Err(SpaceError::Start(_))
+        ));
     }
 
     /// A class with no flow in the window shows "-" for its quantiles, not NaN.

@@ -321,7 +321,7 @@ impl FlowSim {
         // in place.
         let params: Vec<Result<Vec<_>, ModelError>> = configs
             .iter()
-            .map(|c| flowsim_params(input, c, &self.options))
+            .map(|c| flowsim_params(&input.classes, c, &self.options))
             .collect();
         let valid: Vec<usize> = (0..configs.len()).filter(|&i| params[i].is_ok()).collect();
         // Query completion times need every flow's end (aggregated in `finish`).
@@ -426,13 +426,13 @@ impl NetworkModel for FlowSim {
 /// The configuration's knobs as flowsim uses them: [`class_params`], with a loss-based class's
 /// K replaced by the value whose φ·K is its standing queue (1+β)/2 · B (module docs).
 pub(crate) fn flowsim_params(
-    input: &ModelInput,
+    classes: &[polyphony_spec::Dscp],
     cfg: &NetworkConfig,
     opts: &FlowSimOptions,
 ) -> Result<Vec<ClassParams>, ModelError> {
-    let mut params = class_params(input, cfg)?;
+    let mut params = class_params(classes, cfg)?;
     let alone = params.len() == 1;
-    for (p, &d) in params.iter_mut().zip(&input.classes) {
+    for (p, &d) in params.iter_mut().zip(classes) {
         let beta = match p.cca {
             Cca::Dctcp => continue,
             Cca::NewReno => 0.5,
