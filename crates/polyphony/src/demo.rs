@@ -87,6 +87,16 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
         }
         scenario.interval_s = m;
     }
+    // A knob space the controller's model cannot evaluate everywhere would fail every proposal.
+    let start = scenario.initial.clone().unwrap_or_else(|| poor_config(&scenario));
+    let dscps: Vec<_> = scenario.classes.iter().map(|c| c.dscp).collect();
+    let model = ModelKind::default();
+    model.check_space(&dscps, &scenario.knob_space(), &start).map_err(|e| {
+        Failure::Usage(format!(
+            "--scenario: {} (the controller's model) cannot evaluate {e}",
+            model.as_str()
+        ))
+    })?;
     run(&scenario, &args).map_err(Failure::Runtime)
 }
 

@@ -116,6 +116,19 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             vec!["residual"],
         ),
         (good.replace("mode = \"advise\"", "mode = \"yolo\""), vec!["yolo"]),
+        // A knob that may put a class on CUBIC beside others without a buffer of its own:
+        // flowsim cannot evaluate such proposals, so every decision would fail.
+        (
+            format!(
+                "{good}\n[knobs]\nsimplexes = [{{ name = \"weights\", classes = [10, 18, 26], floor = 0.05 }}]\n\
+                 categorical = [{{ dscp = 26, congestion_control = [\"dctcp\", \"cubic\"] }}]\n"
+            ),
+            vec![
+                "knobs.categorical[0].congestion_control[1] = \"cubic\"",
+                "flowsim-corrected",
+                "own buffer limit",
+            ],
+        ),
         (
             good.replace(
                 "source = \"simulated\"",

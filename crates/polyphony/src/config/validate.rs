@@ -3,6 +3,7 @@
 
 use super::{ConfigError, DaemonConfig, InvalidValue, Mode, SliSource, TokenError, WorkloadSource};
 use polyphony_core::CoreError;
+use polyphony_model::{ModelError, SpaceError};
 use polyphony_spec::{Scenario, SpecError};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -78,6 +79,39 @@ impl DaemonConfig {
                 "configure exactly the classes declared under [[classes]]",
             ));
         }
+        // Every configuration the controller may propose must be one the model evaluates, or
+        // each proposal would fail (and the daemon hold) for the model's refusal.
+        let kind = self.model.kind;
+        kind.check_space(&self.dscps(), &space, &init).map_err(|e| match e {
+            SpaceError::Start(source) => {
+                let at = match &source {
+                    ModelError::UnmodelledCongestionControl { dscp, .. } => {
+                        init.classes.iter().position(|c| c.dscp == *dscp)
+                    }
+                    _ => None,
+                };
+                let key = at.map_or("initial".to_string(), |k| format!("initial.classes[{k}].congestion_control"));
+                bad(
+                    &key,
+                    &at.and_then(|k| init.classes[k].congestion_control.as_ref())
+                        .map_or("(table)".to_string(), |c| format!("{:?}", c.name())),
+                    &format!("[model] kind = \"{}\" cannot evaluate the start: {source}", kind.as_str()),
+                )
+            }
+            SpaceError::Choice {
+                knob,
+                choice,
+                algorithm,
+                source,
+            } => bad(
+                &format!("knobs.categorical[{knob}].congestion_control[{choice}]"),
+                &format!("{algorithm:?}"),
+                &format!(
+                    "[model] kind = \"{}\" cannot evaluate a proposal that chooses it: {source}; or drop it from the knob",
+                    kind.as_str()
+                ),
+            ),
+        })?;
         if !(self.guard.max_objective.is_finite() && self.guard.max_objective > 0.0) {
             return Err(bad(
                 "guard.max_objective",
