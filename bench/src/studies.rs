@@ -99,10 +99,11 @@ impl Start {
 }
 
 fn default_start(scenario: &Scenario) -> NetworkConfig {
-    scenario
+    let cfg = scenario
         .initial
         .clone()
-        .unwrap_or_else(|| default_initial(&scenario.classes))
+        .unwrap_or_else(|| default_initial(&scenario.classes));
+    scenario.knob_space().resolve_unset(&cfg)
 }
 
 /// SLO tightness of the reference scenario.

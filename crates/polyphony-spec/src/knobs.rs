@@ -3,7 +3,7 @@
 //! This module only describes the space; the controller core validates it, normalises
 //! configurations into `[0,1]` coordinates and maps them back.
 
-use crate::{Bytes, CongestionControl, Dscp, SpecError};
+use crate::{Bytes, CongestionControl, Dscp, NetworkConfig, SpecError};
 use serde::{Deserialize, Serialize};
 
 /// What a knob controls.
@@ -206,6 +206,22 @@ impl KnobSpace {
         Ok(())
     }
 
+    /// `cfg` with each categorical class's unset `congestion_control` made explicit as the
+    /// knob's first choice — what that class's hosts run ([`CategoricalSpec`]). The controller
+    /// reads an unset algorithm as that choice and the models as DCTCP; a start resolved here
+    /// is the same configuration to both, and to the network.
+    pub fn resolve_unset(&self, cfg: &NetworkConfig) -> NetworkConfig {
+        let mut out = cfg.clone();
+        for cat in &self.categorical {
+            if let Some(c) = out.classes.iter_mut().find(|c| c.dscp == cat.dscp) {
+                if c.congestion_control.is_none() {
+                    c.congestion_control = cat.congestion_control.first().cloned();
+                }
+            }
+        }
+        out
+    }
+
     /// The paper's nine-knob space for the given classes: one weight simplex over all classes,
     /// and per class an ECN threshold K and an initial window, both log-scaled.
     ///
@@ -254,6 +270,23 @@ mod tests {
 
     fn classes() -> Vec<Dscp> {
         vec![Dscp::AF11, Dscp::AF21, Dscp::AF31]
+    }
+
+    #[test]
+    fn an_unset_algorithm_resolves_to_the_first_choice_of_its_knob() {
+        let cc = |n: &str| CongestionControl::new(n).unwrap();
+        let mut space = KnobSpace::per_class_default(&classes());
+        space.categorical.push(CategoricalSpec {
+            dscp: Dscp::AF31,
+            congestion_control: vec![cc("cubic"), cc("dctcp")],
+        });
+        let mut cfg = NetworkConfig::uniform(&classes(), Bytes(30_000), crate::Packets(10));
+        let r = space.resolve_unset(&cfg);
+        assert_eq!(r.classes[2].congestion_control, Some(cc("cubic")));
+        // Classes without a categorical knob stay unset; an explicit choice is kept.
+        assert_eq!(r.classes[0].congestion_control, None);
+        cfg.classes[2].congestion_control = Some(cc("dctcp"));
+        assert_eq!(space.resolve_unset(&cfg), cfg);
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
         scenario.interval_s = m;
     }
     // A knob space the controller's model cannot evaluate everywhere would fail every proposal.
-    let start = scenario.initial.clone().unwrap_or_else(|| poor_config(&scenario));
+    let start = demo_start(&scenario);
     let dscps: Vec<_> = scenario.classes.iter().map(|c| c.dscp).collect();
     let model = ModelKind::default();
     model.check_space(&dscps, &scenario.knob_space(), &start).map_err(|e| {
@@ -100,6 +100,14 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
     run(&scenario, &args).map_err(Failure::Runtime)
 }
 
+/// The scenario's own starting configuration (e.g. the hosts' congestion control of a
+/// categorical scenario, an unset algorithm read as its knob's first choice), else a
+/// deliberately poor one.
+fn demo_start(scenario: &Scenario) -> NetworkConfig {
+    let cfg = scenario.initial.clone().unwrap_or_else(|| poor_config(scenario));
+    scenario.knob_space().resolve_unset(&cfg)
+}
+
 fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     let traffic = Traffic::new(scenario.clone())?;
     let network = SimulatedNetwork::new(traffic.clone(), args.seed);
@@ -108,9 +116,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
         ..ControllerParams::default()
     };
     let space = scenario.knob_space();
-    // The scenario's own starting configuration (e.g. the hosts' congestion control of a
-    // categorical scenario), else a deliberately poor one.
-    let start = scenario.initial.clone().unwrap_or_else(|| poor_config(scenario));
+    let start = demo_start(scenario);
     let controller = Controller::new(&scenario.classes, &space, start.clone(), params, Variant::FULL)
         .map_err(|e| anyhow!("controller: {e}"))?;
     // The one control step the daemon and the evaluation harness run too; the demo has no

@@ -488,13 +488,14 @@ impl DaemonConfig {
 
     /// The starting configuration (the configured one or the uniform default).
     pub fn initial_config(&self) -> NetworkConfig {
-        self.initial.clone().unwrap_or_else(|| {
+        let cfg = self.initial.clone().unwrap_or_else(|| {
             NetworkConfig::uniform(
                 &self.dscps(),
                 polyphony_spec::Bytes(30_000),
                 polyphony_spec::Packets(10),
             )
-        })
+        });
+        self.knob_space().resolve_unset(&cfg)
     }
 }
 
@@ -544,6 +545,49 @@ ssh = { host = "s4048", identity = "/k", known_hosts = "/h" }"#,
         assert!(matches!(os9.switch, Some(SwitchSection::DellOs9(_))));
         let e = toml::from_str::<ActuatorsSection>("[switch]\ndialect = \"junos\"").expect_err("unknown dialect");
         assert!(e.to_string().contains("junos"), "{e}");
+    }
+
+    /// The start the daemon applies and the controller records are one configuration: a
+    /// categorical class left unset in `[initial]` runs its knob's first choice (the hosts'
+    /// default), not the models' DCTCP.
+    #[test]
+    fn an_unset_algorithm_in_initial_is_the_knobs_first_choice() {
+        let text = r#"interval_s = 1.0
+state_dir = "s"
+[[classes]]
+name = "AF11"
+dscp = 10
+slo = { max_slowdown = 10.0 }
+[[classes]]
+name = "AF31"
+dscp = 26
+slo = { max_slowdown = 20.0 }
+[topology]
+kind = "dumbbell"
+senders = 2
+rate_mbps = 1000
+link_delay_us = 2
+[sli]
+source = "simulated"
+[workload]
+source = "scenario"
+scenario = "x.toml"
+[knobs]
+simplexes = [{ name = "weights", classes = [10, 26], floor = 0.05 }]
+categorical = [{ dscp = 26, congestion_control = ["cubic", "dctcp"] }]
+[initial]
+classes = [
+  { dscp = 10, weight = 0.5, ecn_threshold = 30000, init_cwnd = 10 },
+  { dscp = 26, weight = 0.5, ecn_threshold = 30000, init_cwnd = 10, buffer = 200000 },
+]
+"#;
+        let c = DaemonConfig::parse(text, "t.toml").expect("parses");
+        let init = c.initial_config();
+        assert_eq!(
+            init.classes[1].congestion_control.as_ref().map(|a| a.name()),
+            Some("cubic")
+        );
+        assert_eq!(init.classes[0].congestion_control, None);
     }
 
     #[test]
