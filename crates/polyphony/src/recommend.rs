@@ -1,7 +1,8 @@
 //! `polyphony recommend`: one-shot advice. Builds the controller either from a daemon's state
 //! file or from the given samples and current SLIs, runs one proposal with the configured model
-//! on a workload window (a trace, or the configuration's workload source), and prints the next
-//! configuration, the model's per-class SLIs there, ĝ ± σ, the expected improvement and the
+//! on a workload window (a trace, or the configuration's workload source), and prints the
+//! measurement it starts from (the daemon's last interval, or `--slis`: J and each class's SLI
+//! against its SLO), the next configuration, the model's per-class SLIs there, ĝ ± σ, the expected improvement and the
 //! reason — plus, when actuators are configured, the dry run of the commands that would change
 //! the network. Never applies anything and never writes the state.
 
@@ -28,6 +29,46 @@ pub struct SampleLine {
     pub config: NetworkConfig,
     /// What was measured.
     pub slis: SliVector,
+}
+
+/// The measurement the advice starts from: the daemon's last interval, or `--slis`.
+struct Measured {
+    /// Where it comes from (`"iteration 7"`, `"--slis"`).
+    source: String,
+    /// J of the measurement.
+    objective: f64,
+    /// J after the controller's denoiser (`--slis` only; the state keeps the raw one).
+    denoised: Option<f64>,
+    /// Per class: name, SLI, r = SLI / SLO.
+    classes: Vec<(String, f64, f64)>,
+}
+
+impl Measured {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "source": self.source,
+            "objective": self.objective,
+            "objective_denoised": self.denoised,
+            "classes": self.classes.iter().map(|(name, sli, r)| serde_json::json!({
+                "class": name, "sli": sli, "ratio": r, "met": *r <= 1.0,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    fn line(&self) -> String {
+        let denoised = self.denoised.map_or(String::new(), |d| format!(" (denoised {d:.3})"));
+        let classes: Vec<String> = self
+            .classes
+            .iter()
+            .map(|(name, sli, r)| format!("{name} {sli:.2} {} r {r:.2}", if *r <= 1.0 { "✓" } else { "✗" }))
+            .collect();
+        format!(
+            "measured:    J = {:.3}{denoised} at {} — {}",
+            self.objective,
+            self.source,
+            classes.join(", ")
+        )
+    }
 }
 
 fn usage(flag: &str, e: impl std::fmt::Display) -> Failure {
@@ -73,7 +114,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     let loaded = DaemonConfig::load(&args.config)?;
     let c = &loaded.config;
     // The controller and the configuration the advice starts from.
-    let (mut controller, current, window) = match (&args.state, &args.samples) {
+    let (mut controller, current, window, measured) = match (&args.state, &args.samples) {
         (Some(p), _) => {
             // A state directory, or the state file in one; anything else is not a state.
             let dir = if p.is_dir() {
@@ -101,7 +142,13 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 }
                 SavedController::Mismatch(why) => return Err(usage("--state", format!("{}: {why}", dir.display()))),
             };
-            (ctl, state.config_in_force, state.intervals)
+            let measured = state.history.last().map(|r| Measured {
+                source: format!("iteration {}", r.iteration),
+                objective: r.g,
+                denoised: None,
+                classes: r.classes.iter().map(|k| (k.name.clone(), k.sli, k.ratio)).collect(),
+            });
+            (ctl, state.config_in_force, state.intervals, measured)
         }
         (None, Some(samples)) => {
             let samples = read_samples(samples)?;
@@ -131,13 +178,28 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 })
                 .map_err(|e| usage("--samples", format!("line {}: {e}", i + 1)))?;
             }
-            ctl.observe(&Observation {
-                config: current.clone(),
-                slis,
-                workload: Some(n),
-            })
-            .map_err(|e| usage("--slis", e))?;
-            (ctl, current, n)
+            let report = ctl
+                .observe(&Observation {
+                    config: current.clone(),
+                    slis: slis.clone(),
+                    workload: Some(n),
+                })
+                .map_err(|e| usage("--slis", e))?;
+            let measured = Measured {
+                source: "--slis".into(),
+                objective: report.g_raw,
+                denoised: Some(report.g),
+                classes: c
+                    .classes
+                    .iter()
+                    .zip(&report.ratios)
+                    .map(|(k, &r)| {
+                        let sli = slis.get(k.dscp).and_then(|x| k.slo.sli(x)).unwrap_or(f64::NAN);
+                        (k.name.clone(), sli, r)
+                    })
+                    .collect(),
+            };
+            (ctl, current, n, Some(measured))
         }
         (None, None) => return Err(usage("--state", "give --state, or --samples with --slis")),
     };
@@ -182,6 +244,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     if args.json {
         let j = serde_json::json!({
             "current": current,
+            "measured": measured.as_ref().map(Measured::json),
             "config": p.config,
             "predicted_slis": p.model_slis,
             "g_hat": p.g_hat,
@@ -202,6 +265,9 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!("current:     {}", describe(&current));
+    if let Some(m) = &measured {
+        println!("{}", m.line());
+    }
     println!("recommended: {}", describe(&p.config));
     let num = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.3}"));
     let spread = match controller.params().residual {

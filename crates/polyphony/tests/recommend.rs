@@ -35,6 +35,20 @@ fn recommend_from_state_and_from_samples() {
         "{j}"
     );
     assert_eq!(j["predicted_slis"]["classes"].as_array().map(Vec::len), Some(3), "{j}");
+    // The advice shows what it starts from: the daemon's last measured interval.
+    let last = &read_state(&state_dir).unwrap()["history"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        j["measured"]["source"],
+        format!("iteration {}", last["iteration"]),
+        "{j}"
+    );
+    assert_eq!(j["measured"]["objective"], last["g"], "{j}");
+    assert_eq!(j["measured"]["classes"].as_array().map(Vec::len), Some(3), "{j}");
     // The text shows each class's model SLI and the same times its calibration factor.
     let out = Command::new(BIN)
         .args(["recommend", "--config"])
@@ -44,6 +58,14 @@ fn recommend_from_state_and_from_samples() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "measured:    J = {:.3} at iteration {}",
+            last["g"].as_f64().unwrap(),
+            last["iteration"]
+        )),
+        "{text}"
+    );
     let factors = j["model_scale"].as_array().expect("calibration factors").clone();
     for (name, f) in ["AF11", "AF21", "AF31"].iter().zip(&factors) {
         let line = text
@@ -77,7 +99,13 @@ fn recommend_from_state_and_from_samples() {
         last = Some(slis);
     }
     std::fs::write(dir.path().join("samples.jsonl"), lines).unwrap();
-    std::fs::write(dir.path().join("slis.json"), last.unwrap().to_string()).unwrap();
+    // The SLIs just measured: AF11 (SLO 11 in the testbed config) at 1000, far over its objective, which the
+    // advice must show rather than only the samples before it.
+    let mut now = last.unwrap();
+    for k in ["p50", "p99", "p999", "mean"] {
+        now["classes"][0][k] = serde_json::json!(1000.0);
+    }
+    std::fs::write(dir.path().join("slis.json"), now.to_string()).unwrap();
     let testbed_cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/polyphony.toml");
     let out = Command::new(BIN)
         .args(["recommend", "--config"])
@@ -91,6 +119,7 @@ fn recommend_from_state_and_from_samples() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("recommended: w="), "{text}");
+    assert!(text.contains("at --slis — AF11 1000.00 ✗ r 90.91"), "{text}");
     assert!(text.contains("dry run (not applied)"), "{text}");
     assert!(text.contains("tc -n pp-sw class change dev rx"), "{text}");
 
