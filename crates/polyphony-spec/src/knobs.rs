@@ -222,8 +222,9 @@ impl KnobSpace {
         out
     }
 
-    /// The paper's nine-knob space for the given classes: one weight simplex over all classes,
-    /// and per class an ECN threshold K and an initial window, both log-scaled.
+    /// The paper's nine-knob space for the given classes: one weight simplex over all classes
+    /// (none for a single class), and per class an ECN threshold K and an initial window, both
+    /// log-scaled.
     ///
     /// K spans 2 to 200 full-size packets (3 kB to 300 kB); at 100 Mbit/s that is 0.24 ms to
     /// 24 ms of queueing, at 10 Gbit/s 2.4 µs to 240 µs. The initial window spans 2 to 64
@@ -246,13 +247,19 @@ impl KnobSpace {
                 scale: Scale::Log,
             });
         }
-        KnobSpace {
-            knobs,
-            simplexes: vec![SimplexSpec {
+        // One class has no weight to share: its space is its K and initial window.
+        let simplexes = if dscps.len() >= 2 {
+            vec![SimplexSpec {
                 name: "weights".into(),
                 classes: dscps.to_vec(),
                 floor: 0.05,
-            }],
+            }]
+        } else {
+            Vec::new()
+        };
+        KnobSpace {
+            knobs,
+            simplexes,
             categorical: Vec::new(),
         }
     }
@@ -270,6 +277,14 @@ mod tests {
 
     fn classes() -> Vec<Dscp> {
         vec![Dscp::AF11, Dscp::AF21, Dscp::AF31]
+    }
+
+    #[test]
+    fn one_class_has_no_weights_to_share() {
+        let s = KnobSpace::per_class_default(&[Dscp::AF11]);
+        assert!(s.simplexes.is_empty());
+        assert_eq!(s.knobs.len(), 2);
+        s.validate_for(&[Dscp::AF11]).expect("a single class's K and initcwnd");
     }
 
     #[test]
