@@ -20,6 +20,8 @@
 //! | `regime_shifts_total` | | regime shifts detected |
 //! | `actuator_errors_total` | | actuator failures |
 //! | `rollbacks_total` | | returns to the last known good configuration |
+//! | `held_total` | | intervals in which the controller could not propose and the configuration in force was held |
+//! | `iteration_failures_total` | | iterations that failed outright (an SLI source unreachable, state not saved, ...) |
 //! | `workload_flows` | class, dscp | flows in the workload window |
 //! | `workload_offered_mbps` | class, dscp | offered load of the window |
 //! | `mode_apply` | | 1 in apply mode, 0 in advise mode |
@@ -113,6 +115,10 @@ pub struct Metrics {
     pub actuator_errors: Counter,
     /// Rollbacks.
     pub rollbacks: Counter,
+    /// Intervals held for want of a proposal.
+    pub held: Counter,
+    /// Iterations that failed.
+    pub iteration_failures: Counter,
     /// Workload flows per class.
     pub workload_flows: Family<ClassLabels, FGauge>,
     /// Workload offered load per class.
@@ -161,6 +167,8 @@ impl Metrics {
             regime_shifts: Counter::default(),
             actuator_errors: Counter::default(),
             rollbacks: Counter::default(),
+            held: Counter::default(),
+            iteration_failures: Counter::default(),
             workload_flows: Family::default(),
             workload_offered_mbps: Family::default(),
             mode_apply: FGauge::default(),
@@ -186,6 +194,8 @@ impl Metrics {
             regime_shifts: "Regime shifts detected",
             actuator_errors: "Actuator failures",
             rollbacks: "Returns to the last known good configuration",
+            held: "Intervals in which the controller could not propose; the configuration in force was held",
+            iteration_failures: "Iterations that failed outright (logged as errors)",
             workload_flows: "Flows in the workload window per class",
             workload_offered_mbps: "Offered load of the workload window per class, Mbit/s",
             mode_apply: "1 in apply mode, 0 in advise mode",
@@ -254,14 +264,12 @@ mod tests {
         assert!(text.contains("polyphony_iteration_seconds_bucket"), "{text}");
     }
 
-    /// Every `polyphony_*` series the shipped Grafana dashboard queries is one this daemon
-    /// exports (with the Workfeed aggregator's counters registered).
-    #[test]
-    fn the_dashboard_uses_only_exported_names() {
+    /// The exposition of a daemon with the Workfeed aggregator's counters registered and a
+    /// series in every family (a family appears once it has one).
+    fn exported_text() -> String {
         let mut m = Metrics::new();
         let agg = workfeed::metrics::AggregatorMetrics::default();
         m.register_workfeed(&agg, Counter::default());
-        // Families appear in the exposition once they have a series.
         let l = class_labels("AF11", 10);
         for f in [
             &m.class_sli,
@@ -297,34 +305,72 @@ mod tests {
         agg.agent_lost_datagrams
             .get_or_create(&workfeed::metrics::AgentLabel { agent: "7".into() })
             .set(0);
-        let text = m.render();
+        m.render()
+    }
+
+    /// Every `polyphony_*` name in `text`.
+    fn names_in(text: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("polyphony_") {
+            let tail = &rest[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            names.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+        names
+    }
+
+    /// Panics naming `what` and the series when a name is not one the daemon exports.
+    fn assert_exported(names: &[String], what: &str) {
+        let text = exported_text();
+        for n in names {
+            let base = ["_bucket", "_sum", "_count", "_total"]
+                .iter()
+                .find_map(|s| n.strip_suffix(s))
+                .unwrap_or(n);
+            assert!(
+                text.contains(&format!("# TYPE {base} ")),
+                "{what} uses {n}, which the daemon does not export"
+            );
+        }
+    }
+
+    /// Every `polyphony_*` series the shipped Grafana dashboard queries is one this daemon
+    /// exports.
+    #[test]
+    fn the_dashboard_uses_only_exported_names() {
         let dash: serde_json::Value =
             serde_json::from_str(include_str!("../../../dashboards/polyphony.json")).expect("dashboard JSON");
         let mut names = Vec::new();
         for p in dash["panels"].as_array().expect("panels") {
             for t in p["targets"].as_array().into_iter().flatten() {
-                let expr = t["expr"].as_str().unwrap_or("");
-                let mut rest = expr;
-                while let Some(i) = rest.find("polyphony_") {
-                    let tail = &rest[i..];
-                    let end = tail
-                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .unwrap_or(tail.len());
-                    names.push(tail[..end].to_string());
-                    rest = &tail[end..];
-                }
+                names.extend(names_in(t["expr"].as_str().unwrap_or("")));
             }
         }
         assert!(names.len() > 15, "{names:?}");
-        for n in names {
-            let base = ["_bucket", "_sum", "_count", "_total"]
-                .iter()
-                .find_map(|s| n.strip_suffix(s))
-                .unwrap_or(&n);
-            assert!(
-                text.contains(&format!("# TYPE {base} ")),
-                "the dashboard queries {n}, which the daemon does not export"
-            );
+        assert_exported(&names, "the dashboard");
+    }
+
+    /// So do the shipped alerting rules (expressions and the series their annotations name):
+    /// a rule on a misspelt series would load and never fire.
+    #[test]
+    fn the_alert_rules_use_only_exported_names() {
+        let rules: String = include_str!("../../../dashboards/polyphony-alerts.yml")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let names = names_in(&rules);
+        for n in [
+            "polyphony_held_total",
+            "polyphony_iteration_failures_total",
+            "polyphony_class_slo_met",
+        ] {
+            assert!(names.iter().any(|x| x == n), "{n} not in the rules: {names:?}");
         }
+        assert_exported(&names, "dashboards/polyphony-alerts.yml");
     }
 }

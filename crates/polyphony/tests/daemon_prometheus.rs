@@ -1,11 +1,15 @@
 //! A real Prometheus server (Debian's `/usr/bin/prometheus`) scrapes a daemon running against
 //! the simulated network; a PromQL query over Prometheus' HTTP API returns the per-class ratio
-//! series. Also: the status API, the token on state-changing endpoints, SIGHUP with an invalid
-//! config (refused, daemon keeps running), and a graceful SIGTERM.
+//! series, and it evaluates the shipped alerting rules (`dashboards/polyphony-alerts.yml`,
+//! checked by `promtool` first) without error. Also: the status API, the token on
+//! state-changing endpoints, SIGHUP with an invalid config (refused, daemon keeps running), and
+//! a graceful SIGTERM.
 
 mod common;
 
 use common::*;
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -88,8 +92,22 @@ fn prometheus_scrapes_the_per_class_ratio() {
         400
     );
 
-    // A real Prometheus scraping it every second.
-    let (mut prom, prom_addr) = start_prometheus(dir.path(), "polyphony", &addr);
+    // The shipped alerting rules pass promtool's check (syntax, templates) ...
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards/polyphony-alerts.yml");
+    let alerts = std::fs::read_to_string(&rules).unwrap().matches("- alert:").count();
+    let out = Command::new("/usr/bin/promtool")
+        .arg("check")
+        .arg("rules")
+        .arg(&rules)
+        .output()
+        .expect("promtool (Debian package prometheus)");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.contains(&format!("SUCCESS: {alerts} rules found")),
+        "{said}"
+    );
+    // ... and a real Prometheus scraping the daemon every second evaluates each without error.
+    let (mut prom, prom_addr) = start_prometheus_with_rules(dir.path(), "polyphony", &addr, Some(&rules));
     let series = poll(Duration::from_secs(120), || {
         let (c, b) = try_http(&prom_addr, "GET", "/api/v1/query?query=polyphony_class_ratio", &[], "")?;
         if c != 200 {
@@ -110,6 +128,36 @@ fn prometheus_scrapes_the_per_class_ratio() {
         let v: f64 = s["value"][1].as_str().unwrap().parse().unwrap();
         assert!(v.is_finite() && v > 0.0, "{s}");
         assert_eq!(s["metric"]["job"], "polyphony");
+    }
+    let evaluated = poll(Duration::from_secs(60), || {
+        let (c, b) = try_http(&prom_addr, "GET", "/api/v1/rules", &[], "")?;
+        let v: serde_json::Value = serde_json::from_str(&b).ok()?;
+        let rules: Vec<serde_json::Value> = v
+            .pointer("/data/groups")?
+            .as_array()?
+            .iter()
+            .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
+            .collect();
+        let done = rules
+            .iter()
+            .all(|r| r["health"] != "unknown" && r["lastEvaluation"].as_str().is_some_and(|t| !t.starts_with("0001")));
+        (c == 200 && rules.len() == alerts && done).then_some(rules)
+    })
+    .expect("Prometheus never evaluated every shipped alerting rule");
+    for r in &evaluated {
+        assert_eq!(r["health"], "ok", "{r}");
+        // The first evaluation may predate the first scrape; evaluate each expression now,
+        // with the daemon's series in, as the rule will be.
+        let q = r["query"].as_str().expect("query");
+        let enc: String = q
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (c, b) = http(&prom_addr, "GET", &format!("/api/v1/query?query={enc}"), &[], "");
+        assert!(c == 200 && b.contains("\"status\":\"success\""), "{q}: {c} {b}");
     }
     prom.signal(libc::SIGTERM);
     assert!(prom.wait(Duration::from_secs(30)).is_some(), "prometheus did not stop");

@@ -83,3 +83,30 @@ fn prometheus_sli_has_one_query_per_percentile() {
     prom.signal(libc::SIGTERM);
     assert!(prom.wait(Duration::from_secs(30)).is_some(), "prometheus did not stop");
 }
+
+/// An SLI source that cannot be reached fails the iteration: logged, and counted on
+/// `polyphony_iteration_failures_total` (what the shipped `PolyphonyIterationsFailing` alert
+/// watches); the daemon keeps running.
+#[test]
+fn an_unreachable_sli_source_counts_failed_iterations() {
+    let dir = tempfile::tempdir().unwrap();
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let (mut daemon, addr) =
+        start_prometheus_sli_daemon(dir.path(), &nobody, "q{dscp=\"{dscp}\",quantile=\"{quantile}\"}");
+    let failures = poll(Duration::from_secs(120), || {
+        let (c, b) = http(&addr, "GET", "/metrics", &[], "");
+        let n: f64 = b
+            .lines()
+            .find_map(|l| l.strip_prefix("polyphony_iteration_failures_total "))?
+            .trim()
+            .parse()
+            .ok()?;
+        (c == 200 && n >= 2.0).then_some(n)
+    })
+    .expect("no failed iteration counted");
+    assert!(failures >= 2.0);
+    let (_, b) = http(&addr, "GET", "/metrics", &[], "");
+    assert!(b.contains("polyphony_iterations_total 0"), "{b}");
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(daemon.wait(Duration::from_secs(300)), Some(0));
+}

@@ -335,6 +335,7 @@ async fn run(
             }
         }
         if let Err(e) = d.iterate().await {
+            d.metrics.iteration_failures.inc();
             error!("iteration {} failed: {e:#}", d.state.iteration + 1);
         }
         done += 1;
@@ -949,7 +950,10 @@ impl Daemon {
                 self.state.rollbacks += 1;
                 self.metrics.rollbacks.inc();
             }
-            Action::Held => error!("{}; holding the configuration in force", d.reason.text),
+            Action::Held => {
+                self.metrics.held.inc();
+                error!("{}; holding the configuration in force", d.reason.text)
+            }
             Action::Applied | Action::Advised => {}
         }
         let ratios = d.record.ratios.clone().unwrap_or_default();

@@ -123,12 +123,18 @@ pub fn have_prometheus() -> bool {
 /// Starts Prometheus scraping `target` every second, its data under `dir`; returns it and its
 /// `host:port`.
 pub fn start_prometheus(dir: &Path, job: &str, target: &str) -> (ChildGuard, String) {
+    start_prometheus_with_rules(dir, job, target, None)
+}
+
+/// [`start_prometheus`], evaluating the rule file `rules` every second.
+pub fn start_prometheus_with_rules(dir: &Path, job: &str, target: &str, rules: Option<&Path>) -> (ChildGuard, String) {
     let port = free_port();
     let cfg = dir.join("prometheus.yml");
+    let rule_files = rules.map_or(String::new(), |r| format!("rule_files:\n  - \"{}\"\n", r.display()));
     std::fs::write(
         &cfg,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [\"{target}\"]\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{rule_files}scrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [\"{target}\"]\n"
         ),
     )
     .expect("prometheus.yml");
