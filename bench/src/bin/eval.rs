@@ -54,6 +54,11 @@ struct Args {
     /// Override the control interval in seconds (dumbbell studies).
     #[arg(long)]
     interval_s: Option<f64>,
+    /// Operator parameters replacing the core's defaults, as a TOML table of the daemon's
+    /// `[controller]` keys (e.g. `fairness_weight = 1.5`): for parameter sweeps on development
+    /// seeds; the summary names the file and its values.
+    #[arg(long)]
+    controller: Option<PathBuf>,
     /// Tightness levels of the convergence study.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "low,medium,high")]
     tightness: Vec<Tightness>,
@@ -174,7 +179,26 @@ fn run() -> Result<()> {
     let a = Args::parse();
     // One parameter set for every study: the operator defaults of the core (what the daemon
     // and the demo run); the ablations differ only in the component they remove.
-    let params = ControllerParams::from(OperatorParams::default());
+    let (params, swept) = match &a.controller {
+        None => (ControllerParams::from(OperatorParams::default()), None),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| EvalError::Usage(format!("--controller {}: cannot read: {e}", p.display())))?;
+            let op: OperatorParams =
+                toml::from_str(&text).map_err(|e| EvalError::Usage(format!("--controller {}: {e}", p.display())))?;
+            let params = ControllerParams::from(op);
+            params
+                .validate()
+                .map_err(|e| EvalError::Usage(format!("--controller {}: {e}", p.display())))?;
+            let values = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .collect::<Vec<_>>()
+                .join("; ");
+            (params, Some(format!("`{}` (`--controller`: {values})", p.display())))
+        }
+    };
     if a.study == Study::Adaptation && a.phase_iterations == 0 {
         return Err(EvalError::Usage("--phase-iterations 0: give at least 1 interval per load phase".into()).into());
     }
@@ -261,11 +285,16 @@ fn run() -> Result<()> {
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
     let mut provenance = format!(
-        "Run at commit `{}` with the model `{}` (its compiled-in correction, git blob `{}`) and the core's default \
-operator parameters; every tuner starts from the {} configuration (`--start`).",
+        "Run at commit `{}` with the model `{}` (its compiled-in correction, git blob `{}`) and {}; every tuner \
+starts from the {} configuration (`--start`).",
         commit,
         ModelKind::default().as_str(),
         correction_blob(),
+        swept
+            .as_deref()
+            .map_or("the core's default operator parameters".to_string(), |s| format!(
+                "the operator parameters of {s}, not the defaults"
+            )),
         start.name()
     );
     if a.study == Study::Scale {
