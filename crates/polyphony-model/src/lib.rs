@@ -32,7 +32,10 @@ pub use cdf::SizeCdf;
 pub use correction::{Corrected, Correction};
 pub use error::ModelError;
 pub use flowsim::{FlowSim, FlowSimOptions};
-pub use model::{output_from_fcts, ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES};
+pub use model::{
+    check_workload, output_from_fcts, ModelInput, ModelOutput, NetworkModel, RunStats, MAX_CLASSES, MAX_FLOW_BYTES,
+    MAX_START_NS,
+};
 pub use pktsim::{FirstSegment, Marking, PktSim, PktSimOptions};
 pub use simulate::{
     default_config, poor_config, scale_scenario, scenario_input, scenario_trace, simulate, three_class_scenario,

@@ -209,14 +209,24 @@ pub(crate) fn class_params(classes: &[Dscp], cfg: &NetworkConfig) -> Result<Vec<
 
 /// Each flow's class index in input class order; checks hosts against the topology.
 pub(crate) fn flow_classes(input: &ModelInput) -> Result<Vec<u8>, ModelError> {
+    classes_of(&input.topology, &input.classes, &input.workload.flows)
+}
+
+/// Checks `workload` against what every model takes on `topology` with `classes` (objective
+/// order): each flow's class is one of them, its hosts exist, its size and start are within
+/// the models' limits ([`MAX_FLOW_BYTES`], [`MAX_START_NS`]). Every model call runs these
+/// checks; a front end that holds a fixed workload (a trace) runs them once, at load, rather
+/// than failing every proposal on it.
+pub fn check_workload(topology: &Topology, classes: &[Dscp], workload: &Workload) -> Result<(), ModelError> {
+    classes_of(topology, classes, &workload.flows).map(|_| ())
+}
+
+fn classes_of(topo: &Topology, classes: &[Dscp], flows: &[polyphony_spec::Flow]) -> Result<Vec<u8>, ModelError> {
     let mut lut = [u8::MAX; 64];
-    for (i, &d) in input.classes.iter().enumerate() {
+    for (i, &d) in classes.iter().enumerate() {
         lut[d.value() as usize] = i as u8;
     }
-    let topo = &input.topology;
-    input
-        .workload
-        .flows
+    flows
         .iter()
         .map(|f| {
             let ci = lut[f.dscp.value() as usize];

@@ -226,6 +226,9 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 ),
             ));
         }
+        // Classes, sizes and start times: what the model would refuse on every candidate.
+        polyphony_model::check_workload(topo, &c.dscps(), &workload)
+            .map_err(|e| usage("--workload", format!("{}: {e}", p.display())))?;
     }
     let model = WindowModel::new(
         c.model.kind.model().map_err(|e| Failure::Runtime(e.into()))?,

@@ -231,6 +231,19 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             vec!["workload.path", "classless.jsonl", "flow 0", "DSCP 46", "[[classes]]"],
         ),
         (
+            trace(
+                "huge.jsonl",
+                "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":10,\"size\":1000,\"start\":0}\n\
+                 {\"id\":1,\"src\":1,\"dst\":3,\"dscp\":18,\"size\":99000000000000,\"start\":5}\n",
+            ),
+            vec![
+                "workload.path",
+                "huge.jsonl",
+                "flow 1.size",
+                "the models handle flows up to",
+            ],
+        ),
+        (
             trace("missing-dir/none.jsonl", ""),
             vec!["workload.path", "none.jsonl", "cannot read the trace"],
         ),
@@ -541,21 +554,12 @@ fn recommend_names_a_workload_from_another_network() {
     .unwrap();
     let slis_file = dir.path().join("slis.json");
     std::fs::write(&slis_file, slis.to_string()).unwrap();
-    // The reference dumbbell has hosts 0..3; this trace comes from a larger network.
-    let trace = dir.path().join("other.jsonl");
-    std::fs::write(
-        &trace,
-        "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":10,\"size\":1000,\"start\":0}\n\
-         {\"id\":1,\"src\":7,\"dst\":3,\"dscp\":18,\"size\":1000,\"start\":5}\n",
-    )
-    .unwrap();
-    let (s, w, t) = (
-        samples.to_str().unwrap(),
-        slis_file.to_str().unwrap(),
-        trace.to_str().unwrap(),
-    );
-    assert_one_line_usage_error(
-        &[
+    let (s, w) = (samples.to_str().unwrap(), slis_file.to_str().unwrap());
+    let refused = |name: &str, text: &str, needles: &[&str]| {
+        let trace = dir.path().join(name);
+        std::fs::write(&trace, text).unwrap();
+        let t = trace.to_str().unwrap();
+        let args = [
             "recommend",
             "--config",
             cfg.to_str().unwrap(),
@@ -565,7 +569,23 @@ fn recommend_names_a_workload_from_another_network() {
             w,
             "--workload",
             t,
-        ],
-        &["--workload", t, "flow 1", "host 7", "hosts 0..3"],
+        ];
+        let mut n = vec!["--workload", t];
+        n.extend_from_slice(needles);
+        assert_one_line_usage_error(&args, &n);
+    };
+    // The reference dumbbell has hosts 0..3; this trace comes from a larger network.
+    refused(
+        "other.jsonl",
+        "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":10,\"size\":1000,\"start\":0}\n\
+         {\"id\":1,\"src\":7,\"dst\":3,\"dscp\":18,\"size\":1000,\"start\":5}\n",
+        &["flow 1", "host 7", "hosts 0..3"],
+    );
+    // A flow past the models' size limit fails every candidate: named up front instead.
+    refused(
+        "huge.jsonl",
+        "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":10,\"size\":1000,\"start\":0}\n\
+         {\"id\":1,\"src\":1,\"dst\":3,\"dscp\":18,\"size\":99000000000000,\"start\":5}\n",
+        &["flow 1.size", "the models handle flows up to"],
     );
 }

@@ -419,6 +419,17 @@ impl DaemonConfig {
                 ),
             ));
         }
+        // The rest of what every model call checks (sizes, start times), once here rather
+        // than failing every proposal on this fixed window.
+        let topo = polyphony_model::Topology::from_spec(&self.topology)
+            .map_err(|e| bad("topology", &self.topology, &e.to_string()))?;
+        polyphony_model::check_workload(&topo, &dscps, &w).map_err(|e| {
+            bad(
+                "workload.path",
+                &value,
+                &format!("{e}: give a trace the models can replay"),
+            )
+        })?;
         Ok(())
     }
 
