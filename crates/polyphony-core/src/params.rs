@@ -322,6 +322,16 @@ fn at_least(field: &str, v: usize, min: usize) -> Result<(), CoreError> {
     }
 }
 
+/// Bounds a decision's compute budget: past these a typo (an extra zero or three) would stall
+/// every decision or exhaust the node's memory rather than tune better.
+fn at_most(field: &str, v: usize, max: usize, why: &str) -> Result<(), CoreError> {
+    if v <= max {
+        Ok(())
+    } else {
+        Err(bad(field, v, &format!("must be at most {max} ({why})")))
+    }
+}
+
 impl ControllerParams {
     /// Checks every field; the error names the first offending one.
     pub fn validate(&self) -> Result<(), CoreError> {
@@ -349,6 +359,12 @@ impl ControllerParams {
         non_negative("safe_ucb_sigmas", self.safe_ucb_sigmas)?;
         at_least("best_window", self.best_window, 1)?;
         at_least("sample_window", self.sample_window, 2)?;
+        at_most(
+            "sample_window",
+            self.sample_window,
+            1000,
+            "the residual GP's fit grows with its cube",
+        )?;
         if !(self.regime_factor.is_finite() && self.regime_factor > 1.0) {
             return Err(bad(
                 "regime_factor",
@@ -386,10 +402,34 @@ impl ControllerParams {
         }
         at_least("gp_reselect_every", self.gp_reselect_every as usize, 1)?;
         at_least("gp_max_eval", self.gp_max_eval, 25)?;
+        at_most(
+            "gp_max_eval",
+            self.gp_max_eval,
+            10_000,
+            "likelihood evaluations per GP fit",
+        )?;
         at_least("gp_min_samples", self.gp_min_samples, 2)?;
         positive("gp_prior_sigma", self.gp_prior_sigma)?;
         at_least("acq_refine_starts", self.acq_refine_starts, 1)?;
+        at_most(
+            "acq_refine_starts",
+            self.acq_refine_starts,
+            64,
+            "local searches per decision",
+        )?;
+        at_most(
+            "acq_random_candidates",
+            self.acq_random_candidates,
+            10_000,
+            "model evaluations per decision",
+        )?;
         at_least("acq_max_iters", self.acq_max_iters as usize, 1)?;
+        at_most(
+            "acq_max_iters",
+            usize::try_from(self.acq_max_iters).unwrap_or(usize::MAX),
+            10_000,
+            "iterations of each local search",
+        )?;
         positive("acq_fd_step", self.acq_fd_step)?;
         non_negative("acq_ei_floor", self.acq_ei_floor)?;
         Ok(())
@@ -403,6 +443,31 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(ControllerParams::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn a_compute_budget_past_its_bound_is_refused_naming_it() {
+        let with = |f: &dyn Fn(&mut ControllerParams)| {
+            let mut p = ControllerParams::default();
+            f(&mut p);
+            p.validate().map_err(|e| e.to_string())
+        };
+        let e = with(&|p| p.acq_random_candidates = 100_000_000).unwrap_err();
+        assert!(
+            e.contains("acq_random_candidates = 100000000") && e.contains("at most 10000"),
+            "{e}"
+        );
+        assert!(with(&|p| p.acq_random_candidates = 10_000).is_ok());
+        assert!(with(&|p| p.sample_window = 1001).unwrap_err().contains("sample_window"));
+        assert!(with(&|p| p.gp_max_eval = 1_000_000)
+            .unwrap_err()
+            .contains("gp_max_eval"));
+        assert!(with(&|p| p.acq_max_iters = u64::MAX)
+            .unwrap_err()
+            .contains("acq_max_iters"));
+        assert!(with(&|p| p.acq_refine_starts = 65)
+            .unwrap_err()
+            .contains("acq_refine_starts"));
     }
 
     #[test]
