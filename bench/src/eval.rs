@@ -109,6 +109,18 @@ pub fn run_study(
         for t in &o.tuners {
             tuners::initial_config(t, &p.label, &p.start, p.reference.as_ref())?;
         }
+        // A space the model cannot evaluate would fail every proposal (the loop then holds
+        // and the study reads as "never converged"): refuse it here.
+        let dscps: Vec<_> = p.scenario.classes.iter().map(|c| c.dscp).collect();
+        ModelKind::default()
+            .check_space(&dscps, &p.knobs, &p.start)
+            .map_err(|e| {
+                EvalError::Usage(format!(
+                    "scenario {}: {} (the controller's model) cannot evaluate {e}",
+                    p.scenario.name,
+                    ModelKind::default().as_str()
+                ))
+            })?;
     }
     let mut results = Vec::new();
     for p in planned {
