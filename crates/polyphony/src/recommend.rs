@@ -142,11 +142,27 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 }
                 SavedController::Mismatch(why) => return Err(usage("--state", format!("{}: {why}", dir.display()))),
             };
-            let measured = state.history.last().map(|r| Measured {
-                source: format!("iteration {}", r.iteration),
-                objective: r.g,
-                denoised: None,
-                classes: r.classes.iter().map(|k| (k.name.clone(), k.sli, k.ratio)).collect(),
+            // Judged against the SLOs in force now (a retarget may have changed them since).
+            let measured = state.history.last().map(|r| {
+                let classes: Vec<(String, f64, f64)> = c
+                    .classes
+                    .iter()
+                    .map(|k| {
+                        let sli = r
+                            .classes
+                            .iter()
+                            .find(|x| x.dscp == k.dscp.value())
+                            .map_or(f64::NAN, |x| x.sli);
+                        (k.name.clone(), sli, sli / k.slo.threshold())
+                    })
+                    .collect();
+                let ratios: Vec<f64> = classes.iter().map(|x| x.2).collect();
+                Measured {
+                    source: format!("iteration {}", r.iteration),
+                    objective: ctl.objective().of_ratios(&ratios),
+                    denoised: None,
+                    classes,
+                }
             });
             (ctl, state.config_in_force, state.intervals, measured)
         }

@@ -181,6 +181,23 @@ fn a_changed_slo_threshold_carries_the_controller_over_and_another_sli_is_refuse
         err.contains("AF21 p99 slowdown ≤ 15") && err.contains("→ p99 slowdown ≤ 16"),
         "{err}"
     );
+    // The measurement the advice starts from is judged against the new SLO: AF21's r is its
+    // SLI over 16, not the ratio recorded under 15.
+    let last = state["history"]
+        .as_array()
+        .and_then(|h| h.last())
+        .expect("history")
+        .clone();
+    let af21 = last["classes"][1]["sli"].as_f64().unwrap();
+    let advice = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        advice.contains(&format!(
+            "AF21 {af21:.2} {} r {:.2}",
+            if af21 <= 16.0 { "✓" } else { "✗" },
+            af21 / 16.0
+        )),
+        "{advice}"
+    );
     let mut d = ChildGuard::spawn(
         std::process::Command::new(BIN)
             .args(["--log", "info", "daemon", "--max-iterations", "4", "--config"])
