@@ -53,9 +53,10 @@ pub enum Command {
     /// One-shot advice: the configuration the controller would try next, and why. Never applies.
     ///
     /// Either from a daemon's state file (`--state`), or from a daemon config plus past samples,
-    /// the SLIs just measured and a workload trace. Prints the configuration, the predicted
-    /// SLIs, the expected improvement and the reason; with the actuators of the config it also
-    /// prints, as a dry run, the exact commands that would change the network.
+    /// the SLIs just measured and a workload trace. Prints the measurement it starts from (J and
+    /// each class's SLI against its SLO), the configuration, the predicted SLIs, the expected
+    /// improvement and the reason; with the actuators of the config it also prints, as a dry
+    /// run, the exact commands that would change the network.
     Recommend(RecommendArgs),
     /// Build, inspect or remove the namespace testbed (root): `testbed up|down|status`.
     ///
