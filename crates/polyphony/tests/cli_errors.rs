@@ -116,6 +116,34 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             vec!["residual"],
         ),
         (good.replace("mode = \"advise\"", "mode = \"yolo\""), vec!["yolo"]),
+        // Nine classes (a scenario with nine): more than the models take, so every iteration
+        // would fail on them.
+        {
+            let dscps = [10, 18, 26, 0, 8, 12, 14, 20, 22];
+            let scen = dir.path().join("nine.toml");
+            let mut text = String::from(
+                "name = \"nine\"\ninterval_s = 1.0\n[topology]\nkind = \"dumbbell\"\nsenders = 3\nrate_mbps = 100\nlink_delay_us = 2.5\n",
+            );
+            for (i, d) in dscps.iter().enumerate() {
+                text += &format!("[[classes]]\nname = \"C{i}\"\ndscp = {d}\nslo = {{ max_slowdown = 20.0 }}\n");
+            }
+            for d in dscps {
+                text += &format!("[[mix]]\ndscp = {d}\nsize_cdf = \"websearch\"\nload = 0.05\n");
+            }
+            std::fs::write(&scen, text).unwrap();
+            let extra: String = dscps[3..]
+                .iter()
+                .enumerate()
+                .map(|(i, d)| format!("[[classes]]\nname = \"X{i}\"\ndscp = {d}\nslo = {{ max_slowdown = 20.0 }}\n"))
+                .collect();
+            (
+                format!(
+                    "{}\n{extra}",
+                    good.replace(&scenario().display().to_string(), &scen.display().to_string())
+                ),
+                vec!["classes = 9 classes", "at most 8"],
+            )
+        },
         // A knob that may put a class on CUBIC beside others without a buffer of its own:
         // flowsim cannot evaluate such proposals, so every decision would fail.
         (

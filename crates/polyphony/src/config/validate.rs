@@ -84,17 +84,19 @@ impl DaemonConfig {
         let kind = self.model.kind;
         kind.check_space(&self.dscps(), &space, &init).map_err(|e| match e {
             SpaceError::Start(source) => {
-                let at = match &source {
-                    ModelError::UnmodelledCongestionControl { dscp, .. } => {
-                        init.classes.iter().position(|c| c.dscp == *dscp)
+                let (key, value) = match &source {
+                    ModelError::TooManyClasses { classes, .. } => ("classes".to_string(), format!("{classes} classes")),
+                    ModelError::UnmodelledCongestionControl { dscp, algorithm, .. } => {
+                        match init.classes.iter().position(|c| c.dscp == *dscp) {
+                            Some(k) => (format!("initial.classes[{k}].congestion_control"), format!("{algorithm:?}")),
+                            None => ("initial".to_string(), "(table)".to_string()),
+                        }
                     }
-                    _ => None,
+                    _ => ("initial".to_string(), "(table)".to_string()),
                 };
-                let key = at.map_or("initial".to_string(), |k| format!("initial.classes[{k}].congestion_control"));
                 bad(
                     &key,
-                    &at.and_then(|k| init.classes[k].congestion_control.as_ref())
-                        .map_or("(table)".to_string(), |c| format!("{:?}", c.name())),
+                    &value,
                     &format!("[model] kind = \"{}\" cannot evaluate the start: {source}", kind.as_str()),
                 )
             }
