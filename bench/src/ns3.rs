@@ -10,8 +10,6 @@ use polyphony_model::{
 use polyphony_spec::{
     percentile, Bytes, ClassConfig, Dscp, FlowId, FlowTrace, LeafSpineSpec, Nanos, NetworkConfig, Packets, TopologySpec,
 };
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -284,14 +282,12 @@ fn p99_interval(flows: &[polyphony_spec::FlowOutcome], d: Dscp) -> (f64, f64) {
 /// the host rate, re-sorted: the same workload to any statistic, arriving a fraction of a packet
 /// apart. pktsim's spread over such copies is how far its tail moves by chance alone.
 pub fn jittered(trace: &FlowTrace, draw: u64) -> anyhow::Result<FlowTrace> {
-    let packet_ns = 1514.0 * 8e9 / trace.topology.reference_rate().0 as f64;
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(draw ^ 0x6a09_e667_f3bc_c909);
-    let mut flows = trace.workload.flows.clone();
-    for f in &mut flows {
-        f.start = Nanos(f.start.0 + rng.gen_range(0.0..packet_ns) as u64);
-    }
     let mut out = trace.clone();
-    out.workload = polyphony_spec::Workload::new(flows, trace.workload.duration)?;
+    out.workload = polyphony_model::validation::jittered(
+        &trace.workload,
+        trace.topology.reference_rate(),
+        draw ^ 0x6a09_e667_f3bc_c909,
+    )?;
     Ok(out)
 }
 

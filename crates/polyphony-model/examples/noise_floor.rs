@@ -35,9 +35,9 @@ mod common;
 
 use anyhow::{bail, Result};
 use clap::Parser;
-use polyphony_model::validation::{case, median, objective, spearman, Case, Regime};
+use polyphony_model::validation::{case, jittered, median, objective, spearman, Case, Regime};
 use polyphony_model::{ModelOutput, NetworkModel, PktSim};
-use polyphony_spec::{Bytes, Nanos, NetworkConfig, Workload};
+use polyphony_spec::{Bytes, NetworkConfig};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
@@ -112,17 +112,12 @@ fn run(c: &Case, a: &Args) -> Result<CaseChanges> {
                 .collect::<Result<_, _>>()?
         }
         "jitter" => {
-            let packet_ns = 1514.0 * 8e9 / c.scenario.topology.reference_rate().0 as f64;
+            let rate = c.scenario.topology.reference_rate();
             let runs: Vec<Vec<ModelOutput>> = (0..a.realizations.max(1) as u64)
                 .map(|draw| {
-                    let mut rng =
-                        Xoshiro256PlusPlus::seed_from_u64(c.seed ^ draw.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x6a09);
-                    let mut flows = input.workload.flows.clone();
-                    for f in &mut flows {
-                        f.start = Nanos(f.start.0 + rng.gen_range(0.0..packet_ns) as u64);
-                    }
+                    let seed = c.seed ^ draw.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x6a09;
                     let mut moved = input.clone();
-                    moved.workload = std::sync::Arc::new(Workload::new(flows, input.workload.duration)?);
+                    moved.workload = std::sync::Arc::new(jittered(&input.workload, rate, seed)?);
                     PktSim::default()
                         .evaluate(&moved, &c.configs[..n])
                         .into_iter()

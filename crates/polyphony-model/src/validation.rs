@@ -22,8 +22,8 @@ use crate::cdf::SizeCdf;
 use crate::error::ModelError;
 use crate::topology::mix64;
 use polyphony_spec::{
-    objective, Bytes, ClassConfig, ClassMix, Dscp, KnobKind, KnobSpace, LeafSpineSpec, Nanos, NetworkConfig, Packets,
-    Scale, Scenario, SliVector, Slo, TopologySpec, TrafficClass,
+    objective, BitsPerSec, Bytes, ClassConfig, ClassMix, Dscp, KnobKind, KnobSpace, LeafSpineSpec, Nanos,
+    NetworkConfig, Packets, Scale, Scenario, SliVector, Slo, TopologySpec, TrafficClass, Workload,
 };
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -282,6 +282,20 @@ impl Case {
 
 fn log_uniform<R: Rng>(rng: &mut R, lo: f64, hi: f64) -> f64 {
     lo * (hi / lo).powf(rng.gen::<f64>())
+}
+
+/// `workload` with every start moved later by a uniform draw below one packet time (1514
+/// bytes) at `rate`, re-sorted: the same workload to any statistic, arriving a fraction of a
+/// packet apart. pktsim's spread over such copies (`seed` picks one) is how far its tail moves
+/// by chance alone — what no model that sees flows but not packets could predict.
+pub fn jittered(workload: &Workload, rate: BitsPerSec, seed: u64) -> Result<Workload, ModelError> {
+    let packet_ns = 1514.0 * 8e9 / rate.0 as f64;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut flows = workload.flows.clone();
+    for f in &mut flows {
+        f.start = Nanos(f.start.0 + rng.gen_range(0.0..packet_ns) as u64);
+    }
+    Ok(Workload::new(flows, workload.duration)?)
 }
 
 /// A uniformly random point of `space` (log-uniform or uniform per knob, weights uniform on
