@@ -142,26 +142,29 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 }
                 SavedController::Mismatch(why) => return Err(usage("--state", format!("{}: {why}", dir.display()))),
             };
-            // Judged against the SLOs in force now (a retarget may have changed them since).
+            // Judged by the controller's objective, under the SLOs in force now (a retarget may
+            // have changed them since); a record without its measured SLIs keeps its own ratios.
             let measured = state.history.last().map(|r| {
-                let classes: Vec<(String, f64, f64)> = c
-                    .classes
-                    .iter()
-                    .map(|k| {
-                        let sli = r
-                            .classes
-                            .iter()
-                            .find(|x| x.dscp == k.dscp.value())
-                            .map_or(f64::NAN, |x| x.sli);
-                        (k.name.clone(), sli, sli / k.slo.threshold())
-                    })
-                    .collect();
-                let ratios: Vec<f64> = classes.iter().map(|x| x.2).collect();
+                let slis = SliVector {
+                    classes: r.classes.iter().filter_map(|x| x.measured).collect(),
+                };
+                let (ratios, objective) = match ctl.objective().ratios(&slis) {
+                    Ok(ratios) => {
+                        let j = ctl.objective().of_ratios(&ratios);
+                        (ratios, j)
+                    }
+                    Err(_) => (r.classes.iter().map(|x| x.ratio).collect(), r.g),
+                };
                 Measured {
                     source: format!("iteration {}", r.iteration),
-                    objective: ctl.objective().of_ratios(&ratios),
+                    objective,
                     denoised: None,
-                    classes,
+                    classes: r
+                        .classes
+                        .iter()
+                        .zip(ratios)
+                        .map(|(x, ratio)| (x.name.clone(), x.sli, ratio))
+                        .collect(),
                 }
             });
             (ctl, state.config_in_force, state.intervals, measured)
