@@ -91,7 +91,7 @@ impl Start {
     pub fn apply(self, planned: &mut [Planned]) {
         for p in planned {
             p.start = match self {
-                Start::Poor => poor_config(&p.scenario),
+                Start::Poor => p.knobs.resolve_unset(&poor_config(&p.scenario)),
                 Start::Default => default_start(&p.scenario),
             };
         }
