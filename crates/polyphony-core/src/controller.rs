@@ -190,6 +190,20 @@ pub struct Proposal {
     /// or with `model_calibration` off): the measured ratio is this many times the model's.
     #[serde(default)]
     pub model_scale: Option<Vec<f64>>,
+    /// The model's per-class ratios (objective order, before calibration; NaN: a class it saw
+    /// no flow of) at the configuration measured last, on the window it was measured in: the
+    /// measured ratio over this is the model's miss on this network. `None` without a model.
+    #[serde(default)]
+    pub observed_model_ratios: Option<Vec<f64>>,
+}
+
+/// What admitting the pending observations did.
+struct Admitted {
+    admissions: Vec<Admission>,
+    /// Configurations the model evaluated.
+    evaluations: usize,
+    /// Its calls.
+    calls: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -230,6 +244,10 @@ struct State {
     /// the model's window has no SLI of ([`Objective::model_value`]).
     #[serde(default)]
     last_ratios: Option<Vec<f64>>,
+    /// The model's per-class ratios at the latest observation scored, with its iteration
+    /// ([`Proposal::observed_model_ratios`]).
+    #[serde(default)]
+    observed_model: Option<(u64, Vec<f64>)>,
 }
 
 impl State {
@@ -343,6 +361,7 @@ impl Controller {
             warmup_g: Vec::new(),
             warmup_centre: None,
             last_ratios: None,
+            observed_model: None,
         };
         Ok(Controller {
             space,
@@ -672,18 +691,12 @@ impl Controller {
         st.iteration += 1;
         let model = if self.variant.model { Some(model) } else { None };
         let crn = self.crn_seed();
-        let (admissions, _, _) = self.admit_pending(model, crn)?;
-        Ok(admissions)
+        Ok(self.admit_pending(model, crn)?.admissions)
     }
 
     /// Scores the observations since the last proposal with the model (one batch, on the
-    /// current workload) and applies the admission rule to each. Returns the admissions, the
-    /// configurations evaluated and the model calls.
-    fn admit_pending(
-        &mut self,
-        model: Option<&dyn PerformanceModel>,
-        crn: u64,
-    ) -> Result<(Vec<Admission>, usize, usize), CoreError> {
+    /// current workload) and applies the admission rule to each.
+    fn admit_pending(&mut self, model: Option<&dyn PerformanceModel>, crn: u64) -> Result<Admitted, CoreError> {
         let mut evaluations = 0;
         let mut calls = 0;
         // 1. The model's view of the new observations, in one batch.
@@ -729,6 +742,10 @@ impl Controller {
             }
             _ => vec![(Vec::new(), 0.0); pending.len()],
         };
+        // The model's view of the latest observation, for the proposal to show.
+        if let Some((p, (r, _))) = pending.iter().zip(&fs).max_by_key(|(p, _)| p.iteration) {
+            self.state.observed_model = (model.is_some() && !r.is_empty()).then(|| (p.iteration, r.clone()));
+        }
         // 2. Admission.
         let gs = self.gp_settings();
         let mut admissions = Vec::new();
@@ -769,7 +786,11 @@ impl Controller {
                 self.params.duplicate_radius,
             ));
         }
-        Ok((admissions, evaluations, calls))
+        Ok(Admitted {
+            admissions,
+            evaluations,
+            calls,
+        })
     }
 
     /// Proposes the next configuration. Calls `model` in batches (several configurations
@@ -781,7 +802,11 @@ impl Controller {
         let model = if self.variant.model { Some(model) } else { None };
         let crn = self.crn_seed();
         // 1–2. The model's view of the new observations, and admission.
-        let (admissions, mut evaluations, mut calls) = self.admit_pending(model, crn)?;
+        let Admitted {
+            admissions,
+            mut evaluations,
+            mut calls,
+        } = self.admit_pending(model, crn)?;
         let gs = self.gp_settings();
         // 3. The residual surrogate.
         let surrogate = if self.variant.correction {
@@ -911,6 +936,12 @@ impl Controller {
             model_evaluations: evaluations,
             model_calls: calls,
             model_scale: scale,
+            observed_model_ratios: self
+                .state
+                .observed_model
+                .as_ref()
+                .filter(|(i, _)| *i + 1 == self.state.iteration)
+                .map(|(_, r)| r.clone()),
         };
         self.state.last_proposal = Some(b.x);
         self.state.proposals += 1;

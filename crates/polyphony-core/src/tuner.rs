@@ -108,6 +108,7 @@ pub(crate) fn baseline_proposal(iteration: u64, config: NetworkConfig, point: Ve
         model_evaluations: 0,
         model_calls: 0,
         model_scale: None,
+        observed_model_ratios: None,
     }
 }
 

@@ -274,14 +274,31 @@ fn a_model_that_errs_per_class_is_calibrated_per_class() {
         scale: 1.0,
     });
     let mut p = c.propose(&model).expect("propose");
+    let mut last = p.config.clone();
     for _ in 0..3 {
+        last = p.config.clone();
         c.observe(&Observation {
-            config: p.config.clone(),
-            slis: truth.slis(&p.config),
+            config: last.clone(),
+            slis: truth.slis(&last),
             workload: None,
         })
         .expect("observe");
         p = c.propose(&model).expect("propose");
+    }
+    // The proposal carries the model's ratios at the configuration just measured: there the
+    // measured ratio is 2, 1 and 0.5 times the model's.
+    let seen = p
+        .observed_model_ratios
+        .clone()
+        .expect("the model's view of the measurement");
+    let measured = truth.slis(&last);
+    for (i, k) in sc.classes.iter().enumerate() {
+        let r = measured.classes[i].p99 / k.slo.threshold();
+        assert!(
+            (r / seen[i] - [2.0, 1.0, 0.5][i]).abs() < 1e-9,
+            "{i}: {r} / {}",
+            seen[i]
+        );
     }
     let s = p.model_scale.clone().expect("calibrated");
     assert_eq!(s.len(), sc.classes.len());
@@ -312,7 +329,19 @@ fn a_model_that_errs_per_class_is_calibrated_per_class() {
         workload: None,
     })
     .expect("observe");
-    assert_eq!(open.propose(&model).expect("propose").model_scale, None);
+    let p = open.propose(&model).expect("propose");
+    assert_eq!(p.model_scale, None);
+    // It still shows what the model said at the measured configuration.
+    assert_eq!(p.observed_model_ratios.map(|r| r.len()), Some(sc.classes.len()));
+    // A controller without a model has nothing to show.
+    let mut free = Controller::from_scenario(&sc, small_params(), Variant::NO_MODEL).expect("controller");
+    free.observe(&Observation {
+        config: cfg.clone(),
+        slis: truth.slis(&cfg),
+        workload: None,
+    })
+    .expect("observe");
+    assert_eq!(free.propose(&model).expect("propose").observed_model_ratios, None);
 }
 
 #[test]
