@@ -8,6 +8,8 @@
 //! | `class_slo` | class, dscp | the SLO threshold |
 //! | `class_ratio` | class, dscp | SLI / SLO (≤ 1 is compliant) |
 //! | `class_slo_met` | class, dscp | 1 when the class met its SLO in the last interval |
+//! | `class_sli_model` | class, dscp | the model's SLI at the configuration measured, on the same window's flows (uncalibrated; NaN without one) |
+//! | `class_model_calibration` | class, dscp | the controller's calibration of the model: measured ratio ≈ this × the model's (NaN while it has none) |
 //! | `all_slos_met` | | 1 when every class did |
 //! | `objective_measured` | | g: the objective J of the measured ratios |
 //! | `objective_predicted` | | ĝ at the configuration chosen next |
@@ -91,6 +93,10 @@ pub struct Metrics {
     pub class_ratio: Family<ClassLabels, FGauge>,
     /// Per-class compliance (0/1).
     pub class_slo_met: Family<ClassLabels, FGauge>,
+    /// Per-class model SLI at the configuration measured.
+    pub class_sli_model: Family<ClassLabels, FGauge>,
+    /// Per-class calibration factor of the model.
+    pub class_model_calibration: Family<ClassLabels, FGauge>,
     /// All SLOs met (0/1).
     pub all_slos_met: FGauge,
     /// Measured g.
@@ -155,6 +161,8 @@ impl Metrics {
             class_slo: Family::default(),
             class_ratio: Family::default(),
             class_slo_met: Family::default(),
+            class_sli_model: Family::default(),
+            class_model_calibration: Family::default(),
             all_slos_met: FGauge::default(),
             objective_measured: FGauge::default(),
             objective_predicted: FGauge::default(),
@@ -182,6 +190,8 @@ impl Metrics {
             class_slo: "SLO threshold on the slowdown per class",
             class_ratio: "SLI over SLO per class; at most 1 is compliant",
             class_slo_met: "1 when the class met its SLO last interval",
+            class_sli_model: "The model's SLI per class at the configuration measured, on the same window's flows, before calibration (NaN without one)",
+            class_model_calibration: "The controller's per-class calibration of the model: the measured ratio is about this many times the model's (NaN while it has none)",
             all_slos_met: "1 when every class met its SLO last interval",
             objective_measured: "Measured objective g = J(ratios)",
             objective_predicted: "Predicted objective g-hat at the configuration chosen next",
@@ -276,6 +286,8 @@ mod tests {
             &m.class_slo,
             &m.class_ratio,
             &m.class_slo_met,
+            &m.class_sli_model,
+            &m.class_model_calibration,
             &m.workload_flows,
             &m.workload_offered_mbps,
         ] {

@@ -79,9 +79,15 @@ pub struct ClassRecord {
     /// sli / slo.
     #[serde(deserialize_with = "nan_if_null")]
     pub ratio: f64,
-    /// Model's prediction for this class at the configuration measured, if any.
+    /// The model's SLI for this class at the configuration measured, on the same window's flows
+    /// (before calibration); `None` without a model or when the decision was a warm-up design
+    /// point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<f64>,
+    /// The controller's calibration of the model for this class: the measured ratio is about
+    /// this many times the model's (the median over its samples); `None` while it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calibration: Option<f64>,
     /// Every statistic the SLI source measured for the class (p50, p99, p99.9, mean, flows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<polyphony_spec::ClassSli>,
@@ -408,6 +414,7 @@ mod tests {
             slo: 11.0,
             ratio: f64::NAN,
             predicted: None,
+            model_calibration: None,
             measured: None,
         };
         let text = serde_json::to_string(&c).unwrap();

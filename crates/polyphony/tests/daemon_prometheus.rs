@@ -56,6 +56,8 @@ fn prometheus_scrapes_the_per_class_ratio() {
     .expect("no per-class ratio on /metrics");
     assert!(first.contains("polyphony_iteration_seconds_bucket"), "{first}");
     assert!(first.contains("polyphony_knob{"), "{first}");
+    assert!(first.contains("polyphony_class_sli_model{"), "{first}");
+    assert!(first.contains("polyphony_class_model_calibration{"), "{first}");
     let (code, status) = http(&addr, "GET", "/v1/status", &[], "");
     assert_eq!(code, 200);
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();

@@ -49,6 +49,21 @@ fn a_fresh_daemon_warms_up_then_controls_and_an_older_state_resumes_without_warm
     assert_ne!(h[0]["next_config"], h[0]["measured_config"]);
     assert_eq!(h[1]["measured_config"], h[0]["next_config"]);
     assert_eq!(s["warmup"]["done"].as_u64(), Some(2));
+    // A record whose decision came from the controller (the last warm-up window's, whose
+    // decision is the first proposal, and the control iteration's) holds, per class, the
+    // model's SLI at the configuration measured (same window) and the controller's calibration
+    // of it; the first warm-up window's, a design point, neither.
+    for (i, r) in h.as_array().unwrap().iter().enumerate() {
+        for c in r["classes"].as_array().unwrap() {
+            let (p, k) = (c["predicted"].as_f64(), c["model_calibration"].as_f64());
+            if i == 0 {
+                assert!(p.is_none() && k.is_none(), "warm-up record {i}: {c}");
+            } else {
+                assert!(p.is_some_and(|p| p > 0.0), "record {i}: {c}");
+                assert!(k.is_some_and(|k| (0.05..=20.0).contains(&k)), "record {i}: {c}");
+            }
+        }
+    }
 
     // The same state as an older daemon wrote it: no warm-up progress. It resumes in control.
     let mut old = s.clone();

@@ -957,11 +957,18 @@ impl Daemon {
             Action::Applied | Action::Advised => {}
         }
         let ratios = d.record.ratios.clone().unwrap_or_default();
+        let proposal = d.record.proposal.as_ref();
+        // The model at the configuration just measured, on this window, and the controller's
+        // per-class calibration (both in objective order, as `ratios`).
+        let model_ratios = proposal.and_then(|p| p.observed_model_ratios.as_deref());
+        let scale = proposal.and_then(|p| p.model_scale.as_deref());
+        let at = |v: Option<&[f64]>, i: usize| v.and_then(|v| v.get(i)).copied().filter(|x| x.is_finite());
         let classes: Vec<ClassRecord> = c
             .classes
             .iter()
             .zip(&ratios)
-            .map(|(k, r)| {
+            .enumerate()
+            .map(|(i, (k, r))| {
                 let m = got.sli.get(k.dscp);
                 ClassRecord {
                     name: k.name.clone(),
@@ -970,12 +977,12 @@ impl Daemon {
                     unit: k.slo.kind().unit().into(),
                     slo: k.slo.threshold(),
                     ratio: *r,
-                    predicted: None,
+                    predicted: at(model_ratios, i).map(|x| x * k.slo.threshold()),
+                    model_calibration: at(scale, i),
                     measured: m.copied(),
                 }
             })
             .collect();
-        let proposal = d.record.proposal.as_ref();
         let record = IterationRecord {
             iteration: index + 1,
             unix_time: unix_now(),

@@ -45,6 +45,10 @@ pub fn iteration(m: &Metrics, config: &DaemonConfig, r: &IterationRecord, worklo
         m.class_slo_met
             .get_or_create(&l)
             .set(if c.ratio <= 1.0 { 1.0 } else { 0.0 });
+        m.class_sli_model.get_or_create(&l).set(c.predicted.unwrap_or(f64::NAN));
+        m.class_model_calibration
+            .get_or_create(&l)
+            .set(c.model_calibration.unwrap_or(f64::NAN));
     }
     m.all_slos_met.set(if r.all_slos_met { 1.0 } else { 0.0 });
     m.objective_measured.set(r.g);
