@@ -58,6 +58,10 @@ pub struct IterationRecord {
     pub p99: Vec<f64>,
     /// r_i = p99_i / SLO_i (NaN where p99 is).
     pub ratios: Vec<f64>,
+    /// The model's r_i at the configuration in force, on the interval's own flows, before
+    /// calibration ([`polyphony_core::Proposal::observed_model_ratios`]; NaN where it saw no
+    /// flow of the class); empty when the decision made no proposal or the tuner has no model.
+    pub model_ratios: Vec<f64>,
     /// Measured objective J (NaN when a class had no measurement).
     pub objective: f64,
     /// Wall seconds the controller spent deciding after this interval, outside the model's
@@ -283,6 +287,12 @@ pub fn run_tuner(
                 .ratios
                 .clone()
                 .unwrap_or_else(|| objective.partial_ratios(&m.sli)),
+            model_ratios: d
+                .record
+                .proposal
+                .as_ref()
+                .and_then(|p| p.observed_model_ratios.clone())
+                .unwrap_or_default(),
             objective: d.record.objective.unwrap_or(f64::NAN),
             decide_wall_s: time.wall_s,
             decide_cpu_s: time.cpu_s,

@@ -452,6 +452,7 @@ mod tests {
             config: NetworkConfig::uniform(&[Dscp::AF11], Bytes(30_000), Packets(10)),
             p99: vec![r * 10.0],
             ratios: vec![r],
+            model_ratios: Vec::new(),
             objective: r,
             decide_wall_s: 0.0,
             decide_cpu_s: 0.0,

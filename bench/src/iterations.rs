@@ -27,6 +27,25 @@ pub struct CsvRun {
     /// `model_evaluations`); NaN where the decision scored nothing, on the testbed, and in files
     /// written before those columns existed.
     pub speed: Vec<f64>,
+    /// Per control interval, the model's ratio of every class at the configuration in force, on
+    /// the interval's own flows (`model_ratio_<class>`, in the order of `ratios`); NaN where the
+    /// decision had no model view and in files written before those columns existed.
+    pub model_ratios: Vec<Vec<f64>>,
+}
+
+impl CsvRun {
+    /// The model's relative error at every (control interval, class) where both the measured
+    /// and the model's ratio are known: |r̂ − r| / r, the validation's error measured in the
+    /// loop (the model on the interval's own flows, before calibration).
+    pub fn model_errors(&self) -> Vec<f64> {
+        self.ratios
+            .iter()
+            .zip(&self.model_ratios)
+            .flat_map(|(r, m)| r.iter().zip(m))
+            .filter(|(r, m)| r.is_finite() && **r > 0.0 && m.is_finite())
+            .map(|(r, m)| (m - r).abs() / r)
+            .collect()
+    }
 }
 
 /// The runs of `path` in the order they first appear.
@@ -57,6 +76,11 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
         ));
     }
     let optional = |name: &str| header.iter().position(|h| h == name);
+    // Each ratio column's model counterpart, if the file has it.
+    let model_cols: Vec<Option<usize>> = ratio_cols
+        .iter()
+        .map(|&i| optional(&format!("model_{}", &header[i])))
+        .collect();
     let (wall_col, cpu_col) = (optional("decide_wall_s"), optional("decide_cpu_s"));
     let (evals_col, model_col, sim_col) = (
         optional("model_evaluations"),
@@ -94,6 +118,14 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
             .map(|&i| num(i, header.get(i).unwrap_or("ratio")))
             .collect::<Result<Vec<f64>, _>>()?;
         let timed = |c: Option<usize>, what: &str| c.map_or(Ok(f64::NAN), |i| num(i, what));
+        // An empty model cell: no model view in that decision.
+        let model_ratios = model_cols
+            .iter()
+            .map(|c| match c {
+                Some(i) if !field(*i).trim().is_empty() => num(*i, header.get(*i).unwrap_or("model_ratio")),
+                _ => Ok(f64::NAN),
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
         let decide = (timed(wall_col, "decide_wall_s")?, timed(cpu_col, "decide_cpu_s")?);
         let evaluations = timed(evals_col, "model_evaluations")?;
         let speed = if evaluations.is_finite() && evaluations >= 0.0 {
@@ -119,6 +151,7 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
                     ratios: Vec::new(),
                     decide_s: Vec::new(),
                     speed: Vec::new(),
+                    model_ratios: Vec::new(),
                 });
                 order.push(Vec::new());
                 runs.len() - 1
@@ -132,23 +165,26 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
         runs[k].ratios.push(ratios);
         runs[k].decide_s.push(decide);
         runs[k].speed.push(speed);
+        runs[k].model_ratios.push(model_ratios);
         order[k].push(it);
     }
     // Rows are written in iteration order; sort anyway, so a reordered file reads the same.
     for (run, its) in runs.iter_mut().zip(order) {
-        type Row = (i64, Vec<f64>, (f64, f64), f64);
+        type Row = (i64, Vec<f64>, (f64, f64), f64, Vec<f64>);
         let mut rows: Vec<Row> = its
             .into_iter()
             .zip(std::mem::take(&mut run.ratios))
             .zip(std::mem::take(&mut run.decide_s))
             .zip(std::mem::take(&mut run.speed))
-            .map(|(((i, r), d), v)| (i, r, d, v))
+            .zip(std::mem::take(&mut run.model_ratios))
+            .map(|((((i, r), d), v), m)| (i, r, d, v, m))
             .collect();
         rows.sort_by_key(|r| r.0);
-        for (_, r, d, v) in rows {
+        for (_, r, d, v, m) in rows {
             run.ratios.push(r);
             run.decide_s.push(d);
             run.speed.push(v);
+            run.model_ratios.push(m);
         }
     }
     Ok(runs)
@@ -197,6 +233,10 @@ mod tests {
         assert_eq!(runs[0].ratios, vec![vec![2.0], vec![0.5]]);
         assert_eq!(runs[0].decide_s, vec![(0.125, 0.0625), (0.25, 0.20)]);
         assert!(runs[0].speed.iter().all(|v| v.is_nan()), "no speed columns, no speed");
+        assert!(
+            runs[0].model_ratios.iter().flatten().all(|v| v.is_nan()),
+            "no model columns"
+        );
         let f = file(
             "scenario,tuner,seed,iteration,ratio_AF11,decide_wall_s,decide_cpu_s\nhigh,polyphony,0,0,2.0,fast,0.1\n",
         );
@@ -220,6 +260,25 @@ mod tests {
         let f = file("scenario,tuner,seed,iteration,ratio_AF11,model_evaluations,model_cpu_s,pktsim_cpu_s\nhigh,polyphony,0,0,2.0,250,slow,0.5\n");
         let e = read(f.path()).expect_err("bad time").to_string();
         assert!(e.contains("model_cpu_s") && e.contains("\"slow\""), "{e}");
+    }
+
+    #[test]
+    fn reads_the_models_ratios_at_the_configuration_in_force() {
+        // Interval 1 comes first in the file; interval 0's decision had no model view.
+        let f = file(
+            "scenario,tuner,seed,iteration,ratio_AF11,ratio_AF21,reason,model_ratio_AF11,model_ratio_AF21\n\
+             high,polyphony,0,1,0.5,0.8,\"b\",0.4,NaN\n\
+             high,polyphony,0,0,2.0,1.0,\"a\",,\n",
+        );
+        let runs = read(f.path()).expect("a valid file");
+        assert!(runs[0].model_ratios[0].iter().all(|v| v.is_nan()));
+        assert_eq!(runs[0].model_ratios[1][0], 0.4);
+        assert!(runs[0].model_ratios[1][1].is_nan());
+        // Only interval 1's AF11 has both: |0.4 − 0.5| / 0.5.
+        assert_eq!(runs[0].model_errors(), vec![0.19999999999999996]);
+        let f = file("scenario,tuner,seed,iteration,ratio_AF11,model_ratio_AF11\nhigh,polyphony,0,0,2.0,low\n");
+        let e = read(f.path()).expect_err("bad model ratio").to_string();
+        assert!(e.contains("model_ratio_AF11") && e.contains("\"low\""), "{e}");
     }
 
     #[test]

@@ -373,13 +373,14 @@ pub fn categorical_markdown(res: &ScenarioResult) -> String {
     s
 }
 
-/// CSV of every iteration of every run (one header line; p99, ratio and knobs per class); warm-up
-/// windows come first with negative iterations.
+/// CSV of every iteration of every run (one header line; per class p99, ratio, the model's ratio
+/// at the configuration in force on the same flows, and knobs); warm-up windows come first with
+/// negative iterations.
 pub fn iterations_csv(res: &ScenarioResult) -> String {
     let sc = &res.scenario;
     let names: Vec<&str> = sc.classes.iter().map(|c| c.name.as_str()).collect();
     let mut s = String::from("scenario,tuner,seed,iteration,minutes");
-    for prefix in ["p99", "ratio", "weight", "ecn_bytes", "initcwnd"] {
+    for prefix in ["p99", "ratio", "model_ratio", "weight", "ecn_bytes", "initcwnd"] {
         for n in &names {
             let _ = write!(s, ",{prefix}_{n}");
         }
@@ -410,6 +411,15 @@ pub fn iterations_csv(res: &ScenarioResult) -> String {
             );
             for v in r.p99.iter().chain(&r.ratios) {
                 let _ = write!(s, ",{v:.4}");
+            }
+            // The model's ratios at the configuration in force (empty: it had no view).
+            for i in 0..names.len() {
+                match r.model_ratios.get(i) {
+                    Some(v) => {
+                        let _ = write!(s, ",{v:.4}");
+                    }
+                    None => s += ",",
+                }
             }
             for c in &sc.classes {
                 match r.config.class(c.dscp) {
@@ -506,6 +516,7 @@ mod tests {
                     config: cfg.clone(),
                     p99: vec![r1 * 10.0, r2 * 20.0],
                     ratios: vec![r1, r2],
+                    model_ratios: vec![r1 / 2.0, f64::NAN],
                     objective: j,
                     decide_wall_s: 0.0,
                     decide_cpu_s: 0.0,
@@ -683,9 +694,14 @@ mod tests {
         let csv = iterations_csv(&res);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert!(lines[0].contains("p99_AF11,p99_AF21,ratio_AF11"));
         assert!(
-            lines[2].starts_with("x,a,0,1,0.200,9.0000,10.0000,0.9000,0.5000,0.5000,0.5000,30000,30000,10,10,0.9000"),
+            lines[0].contains("p99_AF11,p99_AF21,ratio_AF11,ratio_AF21,model_ratio_AF11,model_ratio_AF21,weight_AF11")
+        );
+        // The model's ratios follow the measured ones; a class it saw no flow of is NaN.
+        assert!(
+            lines[2].starts_with(
+                "x,a,0,1,0.200,9.0000,10.0000,0.9000,0.5000,0.4500,NaN,0.5000,0.5000,30000,30000,10,10,0.9000"
+            ),
             "{}",
             lines[2]
         );

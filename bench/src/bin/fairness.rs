@@ -4,7 +4,9 @@
 //! control interval (`decide_wall_s`, `decide_cpu_s`): median and max over every interval of
 //! every run — the figures docs/evaluation.md quotes — and the model's speed against pktsim in
 //! those decisions (pktsim's CPU time for the interval over the model's CPU time per
-//! configuration it scored on that window): median and min over every decision.
+//! configuration it scored on that window): median and min over every decision; and the
+//! model's error at the configurations in force, on each interval's own flows (|r̂ − r| / r per
+//! class and interval, before calibration): median and 90th percentile.
 //!
 //! `cargo run --release -p polyphony-bench --bin fairness -- docs/results/convergence/iterations.csv`
 
@@ -16,7 +18,7 @@ use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
-    about = "Fairness of the per-class mean p99/SLO over each run's last intervals, decision time per interval and the model's speed against pktsim in each decision, from iterations.csv files"
+    about = "Fairness of the per-class mean p99/SLO over each run's last intervals, decision time per interval, the model's speed against pktsim in each decision and its error at the configurations in force, from iterations.csv files"
 )]
 struct Args {
     /// `iterations.csv` files written by `eval`.
@@ -48,7 +50,7 @@ fn run() -> Result<()> {
         let runs = iterations::read(file)?;
         println!("## {}\n", file.display());
         println!(
-            "| scenario | tuner | runs | fairness (mean r, last {}) | noise-only fairness | decide s wall: median · max | decide s CPU: median · max | model speed × pktsim: median · min |\n|---|---|---|---|---|---|---|---|",
+            "| scenario | tuner | runs | fairness (mean r, last {}) | noise-only fairness | decide s wall: median · max | decide s CPU: median · max | model speed × pktsim: median · min | model error in the loop: median · p90 |\n|---|---|---|---|---|---|---|---|---|",
             args.last
         );
         let mut keys: Vec<(&str, &str)> = Vec::new();
@@ -77,8 +79,16 @@ fn run() -> Result<()> {
             } else {
                 format!("{:.0} · {:.0}", speed.median, speed.min)
             };
+            let mut err: Vec<f64> = mine.iter().flat_map(|r| r.model_errors()).collect();
+            err.sort_by(f64::total_cmp);
+            let err = if err.is_empty() {
+                "not in the file".to_string()
+            } else {
+                let at = |q: f64| err[((q * err.len() as f64).ceil() as usize).clamp(1, err.len()) - 1];
+                format!("{:.1} % · {:.1} %", 100.0 * at(0.5), 100.0 * at(0.9))
+            };
             println!(
-                "| {sc} | {tu} | {} | {} | {} | {} | {} | {speed} |",
+                "| {sc} | {tu} | {} | {} | {} | {} | {} | {speed} | {err} |",
                 v.len(),
                 Spread::of(&v).cell(2),
                 Spread::of(&noise).cell(2),
