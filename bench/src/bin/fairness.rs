@@ -14,6 +14,7 @@ use anyhow::Result;
 use clap::Parser;
 use polyphony_bench::iterations;
 use polyphony_bench::report::{noise_fairness, tail_fairness, Spread, FAIRNESS_TAIL};
+use polyphony_spec::percentile;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -81,11 +82,9 @@ fn run() -> Result<()> {
             };
             let mut err: Vec<f64> = mine.iter().flat_map(|r| r.model_errors()).collect();
             err.sort_by(f64::total_cmp);
-            let err = if err.is_empty() {
-                "not in the file".to_string()
-            } else {
-                let at = |q: f64| err[((q * err.len() as f64).ceil() as usize).clamp(1, err.len()) - 1];
-                format!("{:.1} % · {:.1} %", 100.0 * at(0.5), 100.0 * at(0.9))
+            let err = match (percentile(&err, 0.5), percentile(&err, 0.9)) {
+                (Some(m), Some(p)) => format!("{:.1} % · {:.1} %", 100.0 * m, 100.0 * p),
+                _ => "not in the file".to_string(),
             };
             println!(
                 "| {sc} | {tu} | {} | {} | {} | {} | {} | {speed} | {err} |",
