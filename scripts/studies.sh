@@ -8,9 +8,10 @@
 #   convergence-10g  Table 2 at 10 Gbit/s: low/medium/high, seeds 0-4 (TUNERS, default all)
 #   ablation-10g     the ablation at 10 Gbit/s, high tightness, seeds 0-4 (TUNERS, default the
 #                    ablation set)
-#   scale            the scale study, window-median (strict) SLO basis, seed 0 per scenario
-#   scale-ablation   the scale study's no-trust-region ablation, as scale (no-correction is in scale)
-#   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis
+#   scale            the scale study, window-median (strict) SLO basis, seeds 0-2 per scenario
+#   scale-ablation   the scale study's no-trust-region ablation, as scale
+#                    (no-correction is in scale)
+#   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis, seed 0
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
@@ -42,19 +43,19 @@ ablation_10g() {
 }
 
 # The scale study at the paper's size (32 x 8 leaf-spine, 50 ms windows, 10 warm-up windows):
-# scale_study OUT TUNERS EXTRA-ARGS...
+# scale_study OUT TUNERS SEEDS EXTRA-ARGS...
 scale_study() {
-    local out=$1 tuners=$2
-    shift 2
-    "${EVAL[@]}" scale --ground pktsim --seeds 1 --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
+    local out=$1 tuners=$2 seeds=$3
+    shift 3
+    "${EVAL[@]}" scale --ground pktsim --seeds "$seeds" --iterations "${ITERATIONS:-10}" --warmup-windows 10 \
         --racks 32 --hosts-per-rack 8 --interval-ms 50 "$@" \
         --tuners "$tuners" --jobs "$JOBS" --out "docs/results/$out" --quiet
 }
 
-scale() { scale_study scale polyphony,no-correction,fixed,near-optimal --baseline-windows 5; }
-scale_ablation() { scale_study scale-ablation no-trust-region --baseline-windows 5; }
+scale() { scale_study scale polyphony,no-correction,fixed,near-optimal 3 --baseline-windows 5; }
+scale_ablation() { scale_study scale-ablation no-trust-region 3 --baseline-windows 5; }
 scale_run_p99() {
-    scale_study scale-run-p99 polyphony,fixed,near-optimal --baseline-windows 20 --slo-basis run-p99
+    scale_study scale-run-p99 polyphony,fixed,near-optimal 1 --baseline-windows 20 --slo-basis run-p99
 }
 
 convergence() {

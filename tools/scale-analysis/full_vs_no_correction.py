@@ -19,8 +19,13 @@ ABLATION = sys.argv[2] if len(sys.argv) > 2 else "docs/results/scale-ablation/it
 CLASSES = ["AF11", "AF21", "AF31"]
 FULL, NC, CEIL = "polyphony", "no-correction", "near-optimal"
 
-rows = list(csv.DictReader(open(PATH, encoding="utf-8")))
-rows += [r for r in csv.DictReader(open(ABLATION, encoding="utf-8")) if r["tuner"] == "no-trust-region"]
+# The page analyses the seed-0 runs (the ablation has only those).
+rows = [r for r in csv.DictReader(open(PATH, encoding="utf-8")) if r["seed"] == "0"]
+rows += [
+    r
+    for r in csv.DictReader(open(ABLATION, encoding="utf-8"))
+    if r["tuner"] == "no-trust-region" and r["seed"] == "0"
+]
 NTR = "no-trust-region"
 runs = defaultdict(list)
 order = []
