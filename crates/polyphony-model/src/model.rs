@@ -83,7 +83,9 @@ pub struct RunStats {
     /// Fast retransmits on three duplicate ACKs (pktsim).
     #[serde(default)]
     pub fast_retransmits: u64,
-    /// Network time simulated.
+    /// When the last flow completed: pktsim's last event; the flow-level models' latest
+    /// predicted completion (their estimate of the window's last flows, which may lie well
+    /// past pktsim's).
     pub sim_time: Nanos,
 }
 

@@ -306,7 +306,7 @@ impl fmt::Display for SimulateReport {
         let st = &self.output.stats;
         writeln!(
             f,
-            "scenario {} · model {} · {} flows ({} measured, {} unfinished) · {} of network time",
+            "scenario {} · model {} · {} flows ({} measured, {} unfinished) · last flow done at {}",
             self.scenario.name, self.model, st.flows, st.measured, st.unfinished, st.sim_time,
         )?;
         writeln!(
