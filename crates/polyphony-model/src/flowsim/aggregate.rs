@@ -253,8 +253,6 @@ struct Knobs<const L: usize> {
     /// Per set of classes m (bit j: class j, of the first [`FILL_CLASSES`]): 1 / Σ_{j∈m} w_j
     /// (for [`drain_fill`]).
     inv_wsum: [[F; L]; 1 << FILL_CLASSES],
-    /// Experiment: weight of the congestion-avoidance ramp term (0: off).
-    ca_ramp: F,
 }
 
 impl<const L: usize> Knobs<L> {
@@ -268,7 +266,6 @@ impl<const L: usize> Knobs<L> {
             inv_init: [[1.0; L]; MAX_CLASSES],
             k_lim: [[1.0; L]; MAX_CLASSES],
             inv_wsum: [[0.0; L]; 1 << FILL_CLASSES],
-            ca_ramp: std::env::var("POLY_CA_RAMP").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0),
         };
         for (l, params) in lanes.iter().enumerate() {
             for (c, p) in params.iter().enumerate() {
@@ -445,8 +442,6 @@ struct Pending<const W: usize> {
     wa: [F; W],
     /// The standing queue Q_c.
     q: [F; W],
-    /// Active flows of the class before this one.
-    n: [F; W],
 }
 
 /// Flow `f` of class `C` arrives on `link`: drain the backlogs since the previous arrival,
@@ -462,7 +457,6 @@ fn arrive<const W: usize, const NC: usize, const C: usize>(
         ts: [0.0; W],
         wa: [0.0; W],
         q: [0.0; W],
-        n: [0.0; W],
     };
     if C >= NC {
         // No such class (the match above has an arm for every class index).
@@ -498,7 +492,6 @@ fn arrive<const W: usize, const NC: usize, const C: usize>(
     }
     for l in 0..W {
         out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
-        out.n[l] = cv.flows(l);
     }
     for l in 0..W {
         b[C][l] += s;
@@ -528,26 +521,6 @@ fn delay<const W: usize>(link: &AggLink, f: &AggFlow, pd: &Pending<W>, kn: &Knob
         let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
         let k = min(bits, kn.k_lim[c][l]);
         ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
-        if kn.ca_ramp > 0.0 && f.rtt > 0.0 {
-            // Congestion avoidance after slow start: the window restarts from half the last
-            // slow-start window and grows one segment per round until it reaches the flow's
-            // fair window (BDP + Q) / n; the rounds beyond what the fair rate needs are extra.
-            let init = 1.0 / kn.inv_init[c][l];
-            let p2 = (k - 1.0).exp2();
-            let sent = init * (2.0 * p2 - 1.0);
-            let rem = f.segs - sent;
-            let w0 = max(1.0, init * p2 * 0.5);
-            let rtt_eff = pd.q[l].mul_add(inv_rho, f.rtt);
-            let n = pd.n[l] + 1.0;
-            let w_fair = rtt_eff / (inv_rho * n * MTU as F);
-            let r_max = max(w_fair - w0, 0.0);
-            let s_ramp = r_max * w0 + 0.5 * r_max * (r_max - 1.0);
-            let b = w0 - 0.5;
-            let m_need = ((b * b + 2.0 * max(rem, 0.0)).sqrt() - b).ceil();
-            let (m, segs) = if rem <= s_ramp { (m_need, rem) } else { (r_max, s_ramp) };
-            let extra = rtt_eff * (m - segs / max(w_fair, 1.0));
-            ex[l] += kn.ca_ramp * if rem > 0.0 { max(extra, 0.0) } else { 0.0 };
-        }
     }
 }
 
