@@ -19,7 +19,7 @@ ABLATION = sys.argv[2] if len(sys.argv) > 2 else "docs/results/scale-ablation/it
 CLASSES = ["AF11", "AF21", "AF31"]
 FULL, NC, CEIL = "polyphony", "no-correction", "near-optimal"
 
-# The page analyses the seed-0 runs (the ablation has only those).
+# The page analyses the seed-0 runs of both files.
 rows = [r for r in csv.DictReader(open(PATH, encoding="utf-8")) if r["seed"] == "0"]
 rows += [
     r
