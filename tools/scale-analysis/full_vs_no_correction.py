@@ -85,6 +85,11 @@ for sc in order:
     if f is not None and n is None:
         print(f"  {sc}: full {f}, no-correction never")
 
+def radii(sc, tu):
+    """The trust radius each proposal of (scenario, tuner) reports, in order."""
+    return [float(m.group(1)) for a, _ in steps(sc, tu) for m in [re.search(r"\(radius ([0-9.]+)\)", a["reason"])] if m]
+
+
 for fam in ["websearch", "hadoop"]:
     cells = [sc for sc in order if family(sc) == fam]
     print(f"\n## {fam} ({len(cells)} scenarios)")
@@ -136,9 +141,6 @@ for fam in ["websearch", "hadoop"]:
     first = st.median(float(control(sc, NTR)[0]["objective"]) for sc in cells)
     start = st.median(float([r for r in runs[(sc, NTR)] if int(r["iteration"]) == -1][0]["objective"]) for sc in cells)
     print(f"  {NTR}: median J of the last warm-up window {start:.2f}, of its first control interval {first:.2f}")
-    def radii(sc, tu):
-        return [float(m.group(1)) for a, _ in steps(sc, tu) for m in [re.search(r"\(radius ([0-9.]+)\)", a["reason"])] if m]
-
     # The initial radius is the first one a run reports; "grew" is any later radius above it.
     grown = {tu: sum(any(x > rs[0] * 1.01 for x in rs) for sc in cells for rs in [radii(sc, tu)] if rs) for tu in [FULL, NC]}
     print(f"  scenarios whose trust radius grew past its initial value: full {grown[FULL]}, no-correction {grown[NC]}")
