@@ -2,11 +2,13 @@
 //! [`harness`]), and the evaluation of the paper's §8 on a simulated or real network: the
 //! grounds a run is measured on ([`ground`]), the studies and their scenarios ([`studies`],
 //! [`scale`]), one closed loop per (tuner, seed) ([`closed_loop`]), the tables and CSV
-//! ([`report`]), reading that CSV back ([`iterations`]) and the plots ([`plots`]); and pktsim
+//! ([`report`]), reading that CSV back ([`iterations`]) and the plots ([`plots`]); how many
+//! scale scenarios can converge at all ([`ceiling`]); and pktsim
 //! cross-validated against ns-3 on identical flows ([`ns3`]). Only [`report::write_all`],
 //! [`plots`] and [`ns3::run_case`] write files, and only under the directory they are given.
 #![warn(missing_docs)]
 
+pub mod ceiling;
 pub mod closed_loop;
 pub mod eval;
 pub mod ground;
@@ -69,6 +71,14 @@ impl EvalError {
     /// A scenario error from an `anyhow` chain.
     pub fn scenario(e: impl Into<anyhow::Error>) -> EvalError {
         EvalError::Scenario(format!("{:#}", e.into()))
+    }
+}
+
+/// A binary's exit status for `e`: 2 when it is a usage error ([`EvalError::Usage`]), else 1.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    match e.downcast_ref::<EvalError>() {
+        Some(EvalError::Usage(_)) => 2,
+        _ => 1,
     }
 }
 

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use polyphony_bench::eval::{run_study, write_outputs, EvalOptions, GroundKind};
-use polyphony_bench::scale::{self, ScaleOptions, SloBasis};
+use polyphony_bench::scale::{self, ScaleArgs};
 use polyphony_bench::studies::{self, Start, Study, StudyOptions, Tightness};
 use polyphony_bench::EvalError;
 use polyphony_core::{ControllerParams, OperatorParams};
@@ -72,38 +72,8 @@ struct Args {
     /// Intervals per load phase of the adaptation study.
     #[arg(long, default_value_t = 10)]
     phase_iterations: usize,
-    /// Scale study: racks of the leaf-spine.
-    #[arg(long, default_value_t = 32)]
-    racks: u32,
-    /// Scale study: hosts per rack.
-    #[arg(long, default_value_t = 8)]
-    hosts_per_rack: u32,
-    /// Scale study: control interval in ms.
-    #[arg(long, default_value_t = 50.0)]
-    interval_ms: f64,
-    /// Scale study: with `--slo-basis window-median`, the interval-long windows whose median p99
-    /// under the near-optimal configuration sets the SLOs; with `run-p99`, the length of the one
-    /// baseline simulation in intervals (20 × 50 ms = the paper's 1 s).
-    #[arg(long, default_value_t = 5)]
-    baseline_windows: usize,
-    /// Scale study: what the SLOs scale — `window-median` (per class the median over the
-    /// baseline windows of each window's p99, the statistic one control interval measures) or
-    /// `run-p99` (per class the p99 of one simulation --baseline-windows intervals long, as the
-    /// paper's §8.5 states).
-    #[arg(long, value_enum, default_value = "window-median")]
-    slo_basis: SloBasis,
-    /// Scale study: only the first N of the 24 scenarios, rounded up to whole high/low pairs (0 = all).
-    #[arg(long, default_value_t = 0)]
-    limit: usize,
-    /// Scale study: leave out the first N of the 24 scenarios, rounded down to whole high/low
-    /// pairs, before --limit applies (12: the Hadoop half).
-    #[arg(long, default_value_t = 0)]
-    skip: usize,
-    /// Scale study: seed of the scenarios' baselines (baseline windows, candidate
-    /// configurations, hence SLOs and reference). Reported studies use 0; development runs use
-    /// other seeds, so nothing is chosen on the reported scenarios.
-    #[arg(long, default_value_t = 0)]
-    scenario_seed: u64,
+    #[command(flatten)]
+    scale: ScaleArgs,
     /// First seed: runs use seeds F..F+N. Reported studies use 0; investigating or choosing
     /// anything uses seeds no reported study runs (docs/evaluation.md names them).
     #[arg(long, default_value_t = 0)]
@@ -123,17 +93,10 @@ struct Args {
 }
 
 fn main() {
-    let code = match run() {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("eval: {e:#}");
-            match e.downcast_ref::<EvalError>() {
-                Some(EvalError::Usage(_)) => 2,
-                _ => 1,
-            }
-        }
-    };
-    std::process::exit(code);
+    if let Err(e) = run() {
+        eprintln!("eval: {e:#}");
+        std::process::exit(polyphony_bench::exit_code(&e));
+    }
 }
 
 /// `git rev-parse HEAD` of the working directory, with `-dirty` when tracked files differ from
@@ -243,17 +206,8 @@ fn run() -> Result<()> {
     let commit = git_commit();
     let mut planned = match a.study {
         Study::Scale => {
-            let so = ScaleOptions {
-                racks: a.racks,
-                hosts_per_rack: a.hosts_per_rack,
-                interval_s: a.interval_ms / 1000.0,
-                baseline_windows: a.baseline_windows,
-                slo_basis: a.slo_basis,
-                cells: a.limit.div_ceil(2),
-                skip_cells: a.skip / 2,
-                ..ScaleOptions::default()
-            };
-            scale::plan(&so, a.scenario_seed, &|name| {
+            let so = a.scale.options();
+            scale::plan(&so, a.scale.scenario_seed, &|name| {
                 bar.set_message(format!("baseline SLOs of {name}"))
             })?
         }
@@ -298,12 +252,8 @@ starts from the {} configuration (`--start`).",
         start.name()
     );
     if a.study == Study::Scale {
-        provenance += &format!(
-            " SLO basis `{}` (`--slo-basis`) over {} baseline interval(s); scenario seed {} (`--scenario-seed`).",
-            a.slo_basis.name(),
-            a.baseline_windows,
-            a.scenario_seed
-        );
+        provenance += " ";
+        provenance += &a.scale.provenance();
     }
     let plots = !a.no_plots;
     let scale = a.study == Study::Scale;
