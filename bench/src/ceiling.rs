@@ -1,27 +1,30 @@
-//! How many scale scenarios can converge at all? A configuration search in pktsim on the scale
-//! study's own scenarios ([`crate::scale::plan`], the same SLOs and reference), independent of
-//! any tuner.
+//! What the best configuration reaches on pktsim, independent of any tuner: a configuration
+//! search on a study's own scenarios and SLOs (the scale study's, [`crate::scale::plan`], or the
+//! tightness levels of a dumbbell, [`crate::studies::plan`]).
 //!
-//! A run converges when three consecutive 50 ms intervals meet every SLO within its ten
-//! control intervals ([`crate::report::CONVERGENCE_K`]); a scenario counts when more than
-//! half of its runs do. Each interval is a fresh workload sample, so even a tuner that held
-//! the best configuration from the first interval converges only with the probability that a
-//! run of three compliant windows occurs among ten — a ceiling no controller can pass. This
-//! module estimates it per scenario:
+//! A run converges when three consecutive intervals meet every SLO within its control
+//! intervals ([`crate::report::CONVERGENCE_K`]); a scale scenario counts when more than half of
+//! its runs do. Each interval is a fresh workload sample, so even a tuner that held the best
+//! configuration from the first interval converges only with the probability that a run of
+//! three compliant windows occurs among them — a ceiling no controller can pass. Likewise a
+//! fairness (min r / max r over classes) no configuration reaches in a window is beyond every
+//! tuner. Per group of scenarios that share their traffic (a scale cell's high and low; a
+//! dumbbell's levels):
 //!
-//! 1. **Candidates** per cell (a high and a low scenario share everything but the SLOs): the
-//!    reference the SLOs were measured from, `random` random configurations of the knob space,
-//!    and the `ranked` best of `pool` random configurations by flowsim's mean over the
-//!    screening windows of the worst class's p99 / SLO.
+//! 1. **Candidates**: the scenario's reference (the configuration the scale SLOs were measured
+//!    from) or, without one, the default configuration; `random` random configurations of the
+//!    knob space; and the `ranked` best of `pool` random configurations by flowsim's mean over
+//!    the screening windows of the worst class's p99 / SLO (against the first scenario).
 //! 2. **Screening**: pktsim replays every candidate on the same `screen_windows` interval-long
-//!    windows; per tightness, the candidate compliant in the most windows (ties: lower mean
-//!    worst ratio) is that scenario's best.
-//! 3. **Confirmation**: the best of each tightness and the reference on `confirm_windows` fresh
-//!    windows (so the best's rate is not the maximum of noisy screening rates); the confirmed
-//!    per-window compliance rate `p` gives P(converge) = P(some run of three compliant windows
-//!    among ten Bernoulli(`p`) windows) ([`p_converge`]).
+//!    windows. Per scenario the *best* is the candidate compliant in the most windows (ties:
+//!    lower mean worst ratio); the *fairest* is the one with the highest mean per-window
+//!    fairness among those compliant in at least half the windows.
+//! 3. **Confirmation**: the first candidate and every best and fairest on `confirm_windows` fresh
+//!    windows, so a chosen candidate's numbers are not the maximum of noisy screening numbers.
+//!    A confirmed per-window compliance rate `p` gives P(converge) = P(some run of three
+//!    compliant windows among the run's intervals, each Bernoulli(`p`)) ([`p_converge`]).
 //!
-//! Window seeds are disjoint from the baseline's and from every run's (their own salts).
+//! Window seeds are disjoint from the scale baseline's and from every run's (their own salts).
 //! Pure computation (pktsim, flowsim); no I/O.
 
 use crate::ground::{mix, PktsimGround, ScenarioTraffic};
@@ -74,6 +77,8 @@ impl Default for CeilingOptions {
 pub enum Origin {
     /// The configuration the SLOs were measured from (what `near-optimal` holds).
     Reference,
+    /// The scenario's default configuration (a scenario without a reference).
+    Default,
     /// Drawn at random from the knob space.
     Random,
     /// Among flowsim's best of the random pool.
@@ -81,10 +86,11 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// `reference`, `random` or `flowsim-ranked`.
+    /// `reference`, `default`, `random` or `flowsim-ranked`.
     pub fn name(self) -> &'static str {
         match self {
             Origin::Reference => "reference",
+            Origin::Default => "default",
             Origin::Random => "random",
             Origin::Ranked => "flowsim-ranked",
         }
@@ -102,6 +108,21 @@ pub struct Candidate {
     pub screen_met: Vec<usize>,
     /// Per scenario of the cell: mean over the screening windows of the worst class's ratio.
     pub screen_worst: Vec<f64>,
+    /// Per scenario of the cell: mean over the screening windows of min r / max r.
+    pub screen_fair: Vec<f64>,
+}
+
+/// A candidate on the confirmation windows, judged against one scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Confirmed {
+    /// Index into the group's candidates.
+    pub candidate: usize,
+    /// Windows in which every SLO held.
+    pub met: usize,
+    /// Mean over the windows of min r / max r.
+    pub fairness: f64,
+    /// min / max over classes of each class's mean r over the windows.
+    pub mean_r_fairness: f64,
 }
 
 /// The search's verdict on one scenario.
@@ -111,33 +132,30 @@ pub struct ScenarioCeiling {
     pub label: String,
     /// Its SLOs, in class order.
     pub slos: Vec<f64>,
-    /// Index into the cell's candidates of the best by screening.
-    pub best: usize,
-    /// Confirmation windows the best met every SLO in.
-    pub best_met: usize,
-    /// Confirmation windows the reference met every SLO in.
-    pub reference_met: usize,
-    /// Confirmation windows (the denominator of both).
+    /// The first candidate (reference or default) on the confirmation windows.
+    pub first: Confirmed,
+    /// The candidate compliant in the most screening windows, confirmed.
+    pub best: Confirmed,
+    /// The fairest candidate compliant in at least half the screening windows, confirmed;
+    /// `None` when no candidate was.
+    pub fairest: Option<Confirmed>,
+    /// Confirmation windows (the denominator of every `met`).
     pub windows: usize,
     /// Screening windows (the denominator of the candidates' `screen_met`).
     pub screen_windows: usize,
 }
 
 impl ScenarioCeiling {
-    /// The best's confirmed per-window compliance rate.
-    pub fn best_rate(&self) -> f64 {
-        self.best_met as f64 / self.windows.max(1) as f64
-    }
-    /// The reference's confirmed per-window compliance rate.
-    pub fn reference_rate(&self) -> f64 {
-        self.reference_met as f64 / self.windows.max(1) as f64
+    /// A confirmed candidate's per-window compliance rate.
+    pub fn rate(&self, c: &Confirmed) -> f64 {
+        c.met as f64 / self.windows.max(1) as f64
     }
 }
 
 /// One cell: its candidates and the verdict on each of its scenarios.
 #[derive(Debug, Clone)]
 pub struct CellCeiling {
-    /// Every candidate, the reference first.
+    /// Every candidate, the reference (or the default) first.
     pub candidates: Vec<Candidate>,
     /// One verdict per scenario of the cell (high, low).
     pub scenarios: Vec<ScenarioCeiling>,
@@ -199,6 +217,12 @@ fn worst(r: &[f64]) -> f64 {
     r.iter().copied().filter(|x| !x.is_nan()).fold(0.0, f64::max)
 }
 
+/// min r / max r over the measured classes (0 when none was measured).
+fn fairness(r: &[f64]) -> f64 {
+    let v: Vec<f64> = r.iter().copied().filter(|x| !x.is_nan()).collect();
+    polyphony_core::evaluation::min_max_fairness(&v)
+}
+
 /// `n` interval-long windows of `traffic` drawn with `salt`'s seeds.
 fn windows(traffic: &ScenarioTraffic, n: usize, seed: u64, salt: u64) -> Result<Vec<Arc<Workload>>, EvalError> {
     let len = traffic.scenario.interval();
@@ -213,8 +237,8 @@ fn windows(traffic: &ScenarioTraffic, n: usize, seed: u64, salt: u64) -> Result<
         .collect()
 }
 
-/// The search on one cell: `cell` holds its scenarios (the scale study's high and low, which
-/// differ only in their SLOs); `progress` is called once per pktsim replay.
+/// The search on one group of scenarios that differ only in their SLOs (a scale cell's high
+/// and low, a dumbbell's levels); `progress` is called once per pktsim replay.
 pub fn search_cell(
     cell: &[Planned],
     opts: &CeilingOptions,
@@ -222,19 +246,19 @@ pub fn search_cell(
 ) -> Result<CellCeiling, EvalError> {
     let first = cell
         .first()
-        .ok_or_else(|| EvalError::Usage("scale ceiling: a cell without scenarios".into()))?;
-    let reference = first.reference.clone().ok_or_else(|| {
-        EvalError::Usage(format!(
-            "scale ceiling: scenario {} has no reference configuration (plan it with scale::plan)",
-            first.label
-        ))
-    })?;
+        .ok_or_else(|| EvalError::Usage("ceiling: a group without scenarios".into()))?;
+    if let Some(other) = cell.iter().find(|p| !same_traffic(p, first)) {
+        return Err(EvalError::Usage(format!(
+            "ceiling: scenarios {} and {} differ in more than their SLOs (traffic, topology, knobs or matrix); search them in separate groups",
+            first.label, other.label
+        )));
+    }
     let traffic = ScenarioTraffic::new(first.scenario.clone(), first.matrix)?;
     let ground = PktsimGround::new(traffic.clone(), opts.seed);
     let screen = windows(&traffic, opts.screen_windows, opts.seed, 0x5C4E_E75E)?;
     let confirm = windows(&traffic, opts.confirm_windows, opts.seed, 0xC0F1_A7ED)?;
 
-    // Candidates: the reference, random draws, flowsim's best of a random pool.
+    // Candidates: the reference (else the default), random draws, flowsim's best of a pool.
     let space = Space::new(&first.knobs, None).map_err(|e| EvalError::Scenario(e.to_string()))?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix(opts.seed ^ 0xD1CE));
     let mut draw = || {
@@ -243,7 +267,10 @@ pub fn search_cell(
             .config_of(&space.point_of(&z), &first.start)
             .map_err(|e| EvalError::Scenario(e.to_string()))
     };
-    let mut candidates = vec![(Origin::Reference, reference)];
+    let mut candidates = vec![match &first.reference {
+        Some(r) => (Origin::Reference, r.clone()),
+        None => (Origin::Default, first.start.clone()),
+    }];
     for _ in 0..opts.random {
         candidates.push((Origin::Random, draw()?));
     }
@@ -265,35 +292,32 @@ pub fn search_cell(
     );
 
     // Screening: every candidate on the same windows.
-    let jobs: Vec<(usize, usize)> = (0..candidates.len())
-        .flat_map(|c| (0..screen.len()).map(move |w| (c, w)))
-        .collect();
-    let slis: Vec<SliVector> = jobs
-        .par_iter()
-        .map(|&(c, w)| {
-            let r = ground.replay(screen[w].clone(), &candidates[c].1, w as u64);
-            progress();
-            r
-        })
-        .collect::<Result<_, _>>()?;
-    let mut scored: Vec<Candidate> = candidates
+    let configs: Vec<&NetworkConfig> = candidates.iter().map(|c| &c.1).collect();
+    let all: Vec<usize> = (0..candidates.len()).collect();
+    let slis = replay_all(&ground, &configs, &all, &screen, 0, progress)?;
+    let n = screen.len().max(1) as f64;
+    let scored: Vec<Candidate> = candidates
         .into_iter()
-        .map(|(origin, config)| Candidate {
+        .enumerate()
+        .map(|(c, (origin, config))| Candidate {
             origin,
             config,
-            screen_met: vec![0; cell.len()],
-            screen_worst: vec![0.0; cell.len()],
+            screen_met: cell
+                .iter()
+                .map(|p| slis[c].iter().filter(|sli| met(&ratios(sli, p))).count())
+                .collect(),
+            screen_worst: cell
+                .iter()
+                .map(|p| slis[c].iter().map(|sli| worst(&ratios(sli, p))).sum::<f64>() / n)
+                .collect(),
+            screen_fair: cell
+                .iter()
+                .map(|p| slis[c].iter().map(|sli| fairness(&ratios(sli, p))).sum::<f64>() / n)
+                .collect(),
         })
         .collect();
-    for (&(c, _), sli) in jobs.iter().zip(&slis) {
-        for (s, planned) in cell.iter().enumerate() {
-            let r = ratios(sli, planned);
-            scored[c].screen_met[s] += usize::from(met(&r));
-            scored[c].screen_worst[s] += worst(&r) / screen.len().max(1) as f64;
-        }
-    }
 
-    // Confirmation: the best of each scenario and the reference on fresh windows.
+    // Choices per scenario: the most often compliant, the fairest of the half-compliant.
     let best: Vec<usize> = (0..cell.len())
         .map(|s| {
             (0..scored.len())
@@ -305,39 +329,52 @@ pub fn search_cell(
                 .unwrap_or(0)
         })
         .collect();
-    let mut confirmed: Vec<usize> = vec![0];
-    for &b in &best {
-        if !confirmed.contains(&b) {
-            confirmed.push(b);
+    let fairest: Vec<Option<usize>> = (0..cell.len())
+        .map(|s| {
+            (0..scored.len())
+                .filter(|&c| 2 * scored[c].screen_met[s] >= screen.len())
+                .max_by(|&a, &b| scored[a].screen_fair[s].total_cmp(&scored[b].screen_fair[s]))
+        })
+        .collect();
+
+    // Confirmation on fresh windows.
+    let mut chosen: Vec<usize> = vec![0];
+    for c in best.iter().copied().chain(fairest.iter().flatten().copied()) {
+        if !chosen.contains(&c) {
+            chosen.push(c);
         }
     }
-    let jobs: Vec<(usize, usize)> = confirmed
-        .iter()
-        .flat_map(|&c| (0..confirm.len()).map(move |w| (c, w)))
-        .collect();
-    let slis: Vec<SliVector> = jobs
-        .par_iter()
-        .map(|&(c, w)| {
-            let r = ground.replay(confirm[w].clone(), &scored[c].config, 0xC0F1_A7ED ^ w as u64);
-            progress();
-            r
-        })
-        .collect::<Result<_, _>>()?;
-    let met_in = |candidate: usize, planned: &Planned| {
-        jobs.iter()
-            .zip(&slis)
-            .filter(|((c, _), sli)| *c == candidate && met(&ratios(sli, planned)))
-            .count()
+    let configs: Vec<&NetworkConfig> = scored.iter().map(|c| &c.config).collect();
+    let slis = replay_all(&ground, &configs, &chosen, &confirm, 0xC0F1_A7ED, progress)?;
+    let confirmed = |candidate: usize, planned: &Planned| {
+        let k = chosen.iter().position(|&c| c == candidate).unwrap_or(0);
+        let r: Vec<Vec<f64>> = slis[k].iter().map(|sli| ratios(sli, planned)).collect();
+        let mean_r: Vec<f64> = (0..planned.scenario.classes.len())
+            .map(|i| {
+                let v: Vec<f64> = r.iter().map(|x| x[i]).filter(|x| !x.is_nan()).collect();
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    v.iter().sum::<f64>() / v.len() as f64
+                }
+            })
+            .collect();
+        Confirmed {
+            candidate,
+            met: r.iter().filter(|x| met(x)).count(),
+            fairness: r.iter().map(|x| fairness(x)).sum::<f64>() / r.len().max(1) as f64,
+            mean_r_fairness: fairness(&mean_r),
+        }
     };
     let scenarios = cell
         .iter()
-        .zip(&best)
-        .map(|(planned, &b)| ScenarioCeiling {
+        .enumerate()
+        .map(|(s, planned)| ScenarioCeiling {
             label: planned.label.clone(),
             slos: planned.scenario.classes.iter().map(|c| c.slo.threshold()).collect(),
-            best: b,
-            best_met: met_in(b, planned),
-            reference_met: met_in(0, planned),
+            first: confirmed(0, planned),
+            best: confirmed(best[s], planned),
+            fairest: fairest[s].map(|c| confirmed(c, planned)),
             windows: confirm.len(),
             screen_windows: screen.len(),
         })
@@ -348,41 +385,115 @@ pub fn search_cell(
     })
 }
 
-/// Replays one cell needs (for a progress bar): screening plus at most three confirmations.
-pub fn replays_per_cell(opts: &CeilingOptions) -> u64 {
-    ((1 + opts.random + opts.ranked) * opts.screen_windows + 3 * opts.confirm_windows) as u64
+/// Whether `a` and `b` differ at most in their names and SLOs (so one replay serves both).
+fn same_traffic(a: &Planned, b: &Planned) -> bool {
+    let strip = |p: &Planned| {
+        let mut s = p.scenario.clone();
+        s.name.clear();
+        s.description.clear();
+        for c in &mut s.classes {
+            c.slo = polyphony_spec::Slo::p99(1.0);
+        }
+        s
+    };
+    strip(a) == strip(b)
+        && a.matrix == b.matrix
+        && a.start == b.start
+        && a.knobs == b.knobs
+        && a.reference == b.reference
 }
 
-/// The summary page: per scenario the reference's and the best's confirmed rates and the
-/// probabilities they imply; `command` and `provenance` head it.
+/// pktsim's SLIs of `configs[c]` for every `c` in `which` on every window (outer: `which`'s
+/// order), in parallel.
+fn replay_all(
+    ground: &PktsimGround,
+    configs: &[&NetworkConfig],
+    which: &[usize],
+    windows: &[Arc<Workload>],
+    salt: u64,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<Vec<SliVector>>, EvalError> {
+    let jobs: Vec<(usize, usize)> = which
+        .iter()
+        .flat_map(|&c| (0..windows.len()).map(move |w| (c, w)))
+        .collect();
+    let slis: Vec<SliVector> = jobs
+        .par_iter()
+        .map(|&(c, w)| {
+            let r = ground.replay(windows[w].clone(), configs[c], salt ^ w as u64);
+            progress();
+            r
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(slis.chunks(windows.len().max(1)).map(<[SliVector]>::to_vec).collect())
+}
+
+/// Replays one group of `scenarios` needs at most (for a progress bar).
+pub fn replays_per_cell(opts: &CeilingOptions, scenarios: usize) -> u64 {
+    ((1 + opts.random + opts.ranked) * opts.screen_windows + (1 + 2 * scenarios) * opts.confirm_windows) as u64
+}
+
+fn knobs_cell(c: &NetworkConfig) -> String {
+    c.classes
+        .iter()
+        .map(|c| {
+            format!(
+                "{:.2}/{:.0}/{}",
+                c.weight,
+                c.ecn_threshold.0 as f64 / 1000.0,
+                c.init_cwnd.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The summary page: per scenario the first candidate's, the best's and the fairest's confirmed
+/// numbers and the probabilities they imply; `runs` = the study's runs per scenario (a
+/// scenario counts as converged when more than half converge); `command` and `provenance`
+/// head it.
 pub fn summary(cells: &[CellCeiling], opts: &CeilingOptions, runs: usize, command: &str, provenance: &str) -> String {
     use std::fmt::Write;
     let all: Vec<(&CellCeiling, &ScenarioCeiling)> = cells
         .iter()
         .flat_map(|c| c.scenarios.iter().map(move |s| (c, s)))
         .collect();
-    let conv = |rate: f64| p_converge(rate, opts.intervals, CONVERGENCE_K);
-    let count = |f: &dyn Fn(&ScenarioCeiling) -> f64| {
-        let reachable = all.iter().filter(|(_, s)| conv(f(s)) > 0.5).count();
-        let expected: f64 = all.iter().map(|(_, s)| p_majority(conv(f(s)), runs)).sum();
+    let conv = |sc: &ScenarioCeiling, c: &Confirmed| p_converge(sc.rate(c), opts.intervals, CONVERGENCE_K);
+    let count = |f: &dyn Fn(&ScenarioCeiling) -> &Confirmed| {
+        let reachable = all.iter().filter(|(_, s)| conv(s, f(s)) > 0.5).count();
+        let expected: f64 = all.iter().map(|(_, s)| p_majority(conv(s, f(s)), runs)).sum();
         (reachable, expected)
     };
-    let (best_n, best_e) = count(&|s| s.best_rate());
-    let (ref_n, ref_e) = count(&|s| s.reference_rate());
+    let (best_n, best_e) = count(&|s| &s.best);
+    let (first_n, first_e) = count(&|s| &s.first);
+    let first_name = all.first().map_or("first", |(c, _)| c.candidates[0].origin.name());
     let n = all.len();
-    let mut s = String::from("# Scale study: how many scenarios can converge at all\n\n");
+    let mut s = String::from("# What the best configuration reaches (pktsim configuration search)\n\n");
     let _ = writeln!(
         s,
-        "* best configuration found: scenarios where holding it from the first interval converges in more than half of runs: {best_n}/{n}; expected scenarios converged with {runs} runs each: {best_e:.1}"
+        "* best configuration found: scenarios where holding it from the first interval converges in more than half of runs: {best_n}/{n}; expected scenarios converged with {runs} run(s) each: {best_e:.1}"
     );
     let _ = writeln!(
         s,
-        "* reference (near-optimal) configuration: {ref_n}/{n}; expected with {runs} runs each: {ref_e:.1}\n"
+        "* {first_name} configuration: {first_n}/{n}; expected with {runs} run(s) each: {first_e:.1}"
+    );
+    let fair: Vec<String> = all
+        .iter()
+        .map(|(_, sc)| {
+            sc.fairest
+                .as_ref()
+                .map_or("–".to_string(), |f| format!("{:.2}", f.fairness))
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "* fairest configuration compliant in at least half the screening windows, confirmed mean per-window fairness: {}\n",
+        fair.join(" / ")
     );
     let _ = writeln!(s, "Regenerate:\n\n```\n{command}\n```\n\n{provenance}\n");
     let _ = writeln!(
         s,
-        "Per cell {} candidates (the reference, {} random, flowsim's best {} of {} random) on {} screening windows; the best per scenario and the reference confirmed on {} fresh windows. P(converge) = P(a run of {} compliant windows among {}) at the confirmed rate; P(majority) = P(more than half of {} runs converge).\n",
+        "Per group {} candidates (the {first_name}, {} random, flowsim's best {} of {} random) on {} screening windows; the {first_name}, and per scenario the best and the fairest, confirmed on {} fresh windows. P(converge) = P(a run of {} compliant windows among {}) at the confirmed rate; P(majority) = P(more than half of {} run(s) converge). Fairness = min r / max r over the classes (r = p99 / SLO): the mean over windows, and of the classes' mean r.\n",
         1 + opts.random + opts.ranked,
         opts.random,
         opts.ranked,
@@ -393,22 +504,9 @@ pub fn summary(cells: &[CellCeiling], opts: &CeilingOptions, runs: usize, comman
         opts.intervals,
         runs
     );
-    s += "| scenario | SLOs | reference: compliant windows · P(converge) | best: origin · screening · confirmed · P(converge) · P(majority) | best's knobs (weight / K kB / initcwnd per class) |\n|---|---|---|---|---|\n";
+    let _ = writeln!(s, "## Convergence\n\n| scenario | SLOs | {first_name}: compliant windows · P(converge) | best: origin · screening · confirmed · P(converge) · P(majority) | best's knobs (weight / K kB / initcwnd per class) |\n|---|---|---|---|---|");
     for (cell, sc) in &all {
-        let b = &cell.candidates[sc.best];
-        let knobs: Vec<String> = b
-            .config
-            .classes
-            .iter()
-            .map(|c| {
-                format!(
-                    "{:.2}/{:.0}/{}",
-                    c.weight,
-                    c.ecn_threshold.0 as f64 / 1000.0,
-                    c.init_cwnd.0
-                )
-            })
-            .collect();
+        let b = &cell.candidates[sc.best.candidate];
         let which = cell.scenarios.iter().position(|x| x.label == sc.label).unwrap_or(0);
         let _ = writeln!(
             s,
@@ -419,17 +517,42 @@ pub fn summary(cells: &[CellCeiling], opts: &CeilingOptions, runs: usize, comman
                 .map(|x| format!("{x:.1}"))
                 .collect::<Vec<_>>()
                 .join(" / "),
-            sc.reference_met,
+            sc.first.met,
             sc.windows,
-            conv(sc.reference_rate()),
+            conv(sc, &sc.first),
             b.origin.name(),
             b.screen_met[which],
             sc.screen_windows,
-            sc.best_met,
+            sc.best.met,
             sc.windows,
-            conv(sc.best_rate()),
-            p_majority(conv(sc.best_rate()), runs),
-            knobs.join(", ")
+            conv(sc, &sc.best),
+            p_majority(conv(sc, &sc.best), runs),
+            knobs_cell(&b.config)
+        );
+    }
+    let _ = writeln!(s, "\n## Fairness\n\n| scenario | {first_name}: fairness · of mean r · compliant | fairest: origin · screening fairness · confirmed fairness · of mean r · compliant | fairest's knobs |\n|---|---|---|---|");
+    for (cell, sc) in &all {
+        let which = cell.scenarios.iter().position(|x| x.label == sc.label).unwrap_or(0);
+        let fairest = sc
+            .fairest
+            .as_ref()
+            .map_or("none compliant in half the windows | –".to_string(), |f| {
+                let c = &cell.candidates[f.candidate];
+                format!(
+                    "{} · {:.2} · {:.2} · {:.2} · {}/{} | {}",
+                    c.origin.name(),
+                    c.screen_fair[which],
+                    f.fairness,
+                    f.mean_r_fairness,
+                    f.met,
+                    sc.windows,
+                    knobs_cell(&c.config)
+                )
+            });
+        let _ = writeln!(
+            s,
+            "| {} | {:.2} · {:.2} · {}/{} | {} |",
+            sc.label, sc.first.fairness, sc.first.mean_r_fairness, sc.first.met, sc.windows, fairest
         );
     }
     s
@@ -438,7 +561,9 @@ pub fn summary(cells: &[CellCeiling], opts: &CeilingOptions, runs: usize, comman
 /// Every candidate's screening, one row per (scenario, candidate).
 pub fn candidates_csv(cells: &[CellCeiling]) -> String {
     use std::fmt::Write;
-    let mut s = String::from("scenario,candidate,origin,screen_met,screen_windows,screen_mean_worst_ratio,knobs\n");
+    let mut s = String::from(
+        "scenario,candidate,origin,screen_met,screen_windows,screen_mean_worst_ratio,screen_mean_fairness,knobs\n",
+    );
     for cell in cells {
         for (k, sc) in cell.scenarios.iter().enumerate() {
             for (i, c) in cell.candidates.iter().enumerate() {
@@ -450,13 +575,14 @@ pub fn candidates_csv(cells: &[CellCeiling]) -> String {
                     .collect();
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{:.4},{}",
+                    "{},{},{},{},{},{:.4},{:.4},{}",
                     sc.label,
                     i,
                     c.origin.name(),
                     c.screen_met[k],
                     sc.screen_windows,
                     c.screen_worst[k],
+                    c.screen_fair[k],
                     knobs.join(" ")
                 );
             }
@@ -518,22 +644,42 @@ mod tests {
         assert_eq!(cell.candidates[0].origin, Origin::Reference);
         assert_eq!(Some(&cell.candidates[0].config), planned[0].reference.as_ref());
         assert_eq!(cell.scenarios.len(), 2);
-        let confirmed = 1 + cell
+        let chosen: std::collections::BTreeSet<usize> = cell
             .scenarios
             .iter()
-            .map(|s| s.best)
-            .filter(|b| *b != 0)
-            .collect::<std::collections::BTreeSet<_>>()
-            .len();
+            .flat_map(|s| {
+                [
+                    Some(s.first.candidate),
+                    Some(s.best.candidate),
+                    s.fairest.map(|f| f.candidate),
+                ]
+            })
+            .flatten()
+            .collect();
+        assert!(chosen.contains(&0));
         let n = replays.load(std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(n, (5 * 3 + confirmed * 4) as u64);
-        assert!(n <= replays_per_cell(&opts));
+        assert_eq!(n, (5 * 3 + chosen.len() * 4) as u64);
+        assert!(n <= replays_per_cell(&opts, 2));
         for (s, sc) in cell.scenarios.iter().enumerate() {
             assert_eq!(sc.windows, 4);
-            let b = &cell.candidates[sc.best];
+            let b = &cell.candidates[sc.best.candidate];
             // The best screened at least as many compliant windows as any other candidate.
             assert!(cell.candidates.iter().all(|c| c.screen_met[s] <= b.screen_met[s]));
-            assert!(sc.best_met <= 4 && sc.reference_met <= 4);
+            assert!(sc.best.met <= 4 && sc.first.met <= 4);
+            // The fairest, if any, met the SLOs in at least half the screening windows and is
+            // the fairest of those.
+            if let Some(f) = sc.fairest {
+                let c = &cell.candidates[f.candidate];
+                assert!(2 * c.screen_met[s] >= 3);
+                assert!(cell
+                    .candidates
+                    .iter()
+                    .filter(|o| 2 * o.screen_met[s] >= 3)
+                    .all(|o| o.screen_fair[s] <= c.screen_fair[s]));
+            }
+            for x in [Some(sc.first), Some(sc.best), sc.fairest].into_iter().flatten() {
+                assert!((0.0..=1.0).contains(&x.fairness) && (0.0..=1.0).contains(&x.mean_r_fairness));
+            }
         }
         // Looser SLOs (low) can only meet more windows than the tight ones with the same candidate.
         for c in &cell.candidates {
