@@ -16,6 +16,8 @@
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
 #                    seeds 0-4: Polyphony and Bluefin on the mixed space, numeric-only (TUNERS)
+#   scale-ceiling    no tuner: the configurations that meet the scale SLOs most often (pktsim search)
+#   ceiling-10g      no tuner: the most often compliant and the fairest configurations at 10 Gbit/s
 #   convergence-testbed  Table 2 on the namespace testbed (root, real time: ~78 min), seeds 0-1
 #   ablation-testbed     the ablation on the namespace testbed (root, real time: ~38 min), seeds 0-2
 # ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
@@ -58,6 +60,13 @@ scale_run_p99() {
     scale_study scale-run-p99 polyphony,fixed,near-optimal 1 --baseline-windows 20 --slo-basis run-p99
 }
 
+CEILING=(cargo run --release -p polyphony-bench --bin ceiling --)
+scale_ceiling() { "${CEILING[@]}" scale --jobs "$JOBS" --quiet --out docs/results/scale-ceiling; }
+ceiling_10g() {
+    "${CEILING[@]}" tightness --scenario-prefix reference-10g --runs 5 --jobs "$JOBS" --quiet \
+        --out docs/results/convergence-10g/ceiling
+}
+
 convergence() {
     "${EVAL[@]}" convergence --ground pktsim --seeds 5 --iterations "${ITERATIONS:-50}" --delay-us 1500 \
         --jobs "$JOBS" --out docs/results/convergence --quiet
@@ -89,7 +98,7 @@ ablation_testbed() {
         --out docs/results/ablation-testbed --quiet
 }
 
-[ $# -gt 0 ] || { sed -n '2,21p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,24p' "$0"; exit 2; }
 for study in "$@"; do
     case "$study" in
         convergence-10g) convergence_10g ;;
@@ -100,8 +109,10 @@ for study in "$@"; do
         convergence) convergence ;;
         adaptation) adaptation ;;
         categorical) categorical ;;
+        scale-ceiling) scale_ceiling ;;
+        ceiling-10g) ceiling_10g ;;
         convergence-testbed) convergence_testbed ;;
         ablation-testbed) ablation_testbed ;;
-        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical convergence-testbed ablation-testbed" >&2; exit 2 ;;
+        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical scale-ceiling ceiling-10g convergence-testbed ablation-testbed" >&2; exit 2 ;;
     esac
 done
