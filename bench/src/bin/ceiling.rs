@@ -126,7 +126,7 @@ fn run() -> Result<()> {
                 s.racks,
                 s.hosts_per_rack,
                 s.interval_ms,
-                s.provenance()
+                s.provenance().trim_end_matches('.')
             );
             (planned, 2, what)
         }
