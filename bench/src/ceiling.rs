@@ -48,6 +48,9 @@ pub struct CeilingOptions {
     pub pool: usize,
     /// Candidates taken from the top of flowsim's ranking.
     pub ranked: usize,
+    /// Candidates taken from flowsim's fairest of the pool (among those it predicts compliant
+    /// in at least half the screening windows; none already ranked).
+    pub fair_ranked: usize,
     /// Windows every candidate is replayed on.
     pub screen_windows: usize,
     /// Fresh windows the best and the reference are replayed on.
@@ -64,6 +67,7 @@ impl Default for CeilingOptions {
             random: 12,
             pool: 512,
             ranked: 12,
+            fair_ranked: 0,
             screen_windows: 10,
             confirm_windows: 20,
             intervals: 10,
@@ -83,16 +87,20 @@ pub enum Origin {
     Random,
     /// Among flowsim's best of the random pool.
     Ranked,
+    /// Among flowsim's fairest of the pool configurations it predicts compliant in at least
+    /// half the screening windows.
+    FairRanked,
 }
 
 impl Origin {
-    /// `reference`, `default`, `random` or `flowsim-ranked`.
+    /// `reference`, `default`, `random`, `flowsim-ranked` or `flowsim-fairest`.
     pub fn name(self) -> &'static str {
         match self {
             Origin::Reference => "reference",
             Origin::Default => "default",
             Origin::Random => "random",
             Origin::Ranked => "flowsim-ranked",
+            Origin::FairRanked => "flowsim-fairest",
         }
     }
 }
@@ -275,20 +283,31 @@ pub fn search_cell(
         candidates.push((Origin::Random, draw()?));
     }
     let pool: Vec<NetworkConfig> = (0..opts.pool).map(|_| draw()).collect::<Result<_, _>>()?;
-    let mut predicted = vec![0.0; pool.len()];
+    // flowsim per pool configuration: summed worst ratio, windows it meets the first
+    // scenario's SLOs in, summed fairness.
+    let mut predicted = vec![(0.0, 0usize, 0.0); pool.len()];
     for w in &screen {
         let input = traffic.context.input(w.clone(), opts.seed);
         for (i, r) in FlowSim::default().evaluate(&input, &pool).into_iter().enumerate() {
-            predicted[i] += r.map_or(f64::INFINITY, |o| worst(&ratios(&o.sli, first)));
+            let r = r.map_or_else(|_| vec![f64::INFINITY], |o| ratios(&o.sli, first));
+            predicted[i].0 += worst(&r);
+            predicted[i].1 += usize::from(met(&r));
+            predicted[i].2 += fairness(&r);
         }
     }
     let mut order: Vec<usize> = (0..pool.len()).collect();
-    order.sort_by(|&a, &b| predicted[a].total_cmp(&predicted[b]));
+    order.sort_by(|&a, &b| predicted[a].0.total_cmp(&predicted[b].0));
+    let ranked: Vec<usize> = order.iter().copied().take(opts.ranked).collect();
+    // The fairest by flowsim among those it predicts compliant in at least half the windows.
+    let mut fair: Vec<usize> = (0..pool.len())
+        .filter(|i| 2 * predicted[*i].1 >= screen.len() && !ranked.contains(i))
+        .collect();
+    fair.sort_by(|&a, &b| predicted[b].2.total_cmp(&predicted[a].2));
+    candidates.extend(ranked.iter().map(|&i| (Origin::Ranked, pool[i].clone())));
     candidates.extend(
-        order
-            .into_iter()
-            .take(opts.ranked)
-            .map(|i| (Origin::Ranked, pool[i].clone())),
+        fair.into_iter()
+            .take(opts.fair_ranked)
+            .map(|i| (Origin::FairRanked, pool[i].clone())),
     );
 
     // Screening: every candidate on the same windows.
@@ -430,7 +449,8 @@ fn replay_all(
 
 /// Replays one group of `scenarios` needs at most (for a progress bar).
 pub fn replays_per_cell(opts: &CeilingOptions, scenarios: usize) -> u64 {
-    ((1 + opts.random + opts.ranked) * opts.screen_windows + (1 + 2 * scenarios) * opts.confirm_windows) as u64
+    ((1 + opts.random + opts.ranked + opts.fair_ranked) * opts.screen_windows
+        + (1 + 2 * scenarios) * opts.confirm_windows) as u64
 }
 
 fn knobs_cell(c: &NetworkConfig) -> String {
@@ -497,11 +517,12 @@ pub fn summary(cells: &[CellCeiling], opts: &CeilingOptions, runs: usize, comman
     let _ = writeln!(s, "Regenerate:\n\n```\n{command}\n```\n\n{provenance}\n");
     let _ = writeln!(
         s,
-        "Per group {} candidates (the {first_name}, {} random, flowsim's best {} of {} random) on {} screening windows; the {first_name}, and per scenario the best and the fairest, confirmed on {} fresh windows. P(converge) = P(a run of {} compliant windows among {}) at the confirmed rate; P(majority) = P(more than half of {} run(s) converge). Fairness = min r / max r over the classes (r = p99 / SLO): the mean over windows, and of the classes' mean r.\n",
-        1 + opts.random + opts.ranked,
+        "Per group at most {} candidates (the {first_name}, {} random, flowsim's best {} of {} random and its fairest {} of those it predicts compliant in half the windows) on {} screening windows; the {first_name}, and per scenario the best and the fairest, confirmed on {} fresh windows. P(converge) = P(a run of {} compliant windows among {}) at the confirmed rate; P(majority) = P(more than half of {} run(s) converge). Fairness = min r / max r over the classes (r = p99 / SLO): the mean over windows, and of the classes' mean r.\n",
+        1 + opts.random + opts.ranked + opts.fair_ranked,
         opts.random,
         opts.ranked,
         opts.pool,
+        opts.fair_ranked,
         opts.screen_windows,
         opts.confirm_windows,
         CONVERGENCE_K,
@@ -635,6 +656,7 @@ mod tests {
             random: 2,
             pool: 8,
             ranked: 2,
+            fair_ranked: 2,
             screen_windows: 3,
             confirm_windows: 4,
             ..CeilingOptions::default()
@@ -644,7 +666,9 @@ mod tests {
             replays.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         })
         .expect("search");
-        assert_eq!(cell.candidates.len(), 5);
+        let k = cell.candidates.len();
+        assert!((5..=7).contains(&k), "{k} candidates");
+        assert!(cell.candidates[5..].iter().all(|c| c.origin == Origin::FairRanked));
         assert_eq!(cell.candidates[0].origin, Origin::Reference);
         assert_eq!(Some(&cell.candidates[0].config), planned[0].reference.as_ref());
         assert_eq!(cell.scenarios.len(), 2);
@@ -662,7 +686,7 @@ mod tests {
             .collect();
         assert!(chosen.contains(&0));
         let n = replays.load(std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(n, (5 * 3 + chosen.len() * 4) as u64);
+        assert_eq!(n, (k * 3 + chosen.len() * 4) as u64);
         assert!(n <= replays_per_cell(&opts, 2));
         for (s, sc) in cell.scenarios.iter().enumerate() {
             assert_eq!(sc.windows, 4);
@@ -691,6 +715,6 @@ mod tests {
         }
         let page = summary(std::slice::from_ref(&cell), &opts, 3, "cmd", "prov");
         assert!(page.contains("/2; expected"), "{page}");
-        assert_eq!(candidates_csv(&[cell]).lines().count(), 1 + 2 * 5);
+        assert_eq!(candidates_csv(&[cell]).lines().count(), 1 + 2 * k);
     }
 }

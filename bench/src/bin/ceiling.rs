@@ -50,6 +50,10 @@ struct Args {
     /// Candidates taken from the top of flowsim's ranking, per group.
     #[arg(long, default_value_t = 12)]
     ranked: usize,
+    /// Candidates taken from flowsim's fairest of the pool configurations it predicts
+    /// compliant in at least half the screening windows, per group.
+    #[arg(long, default_value_t = 0)]
+    fair_ranked: usize,
     /// Windows every candidate is replayed on.
     #[arg(long, default_value_t = 10)]
     screen_windows: usize,
@@ -100,6 +104,7 @@ fn run() -> Result<()> {
         random: a.random,
         pool: a.pool,
         ranked: a.ranked,
+        fair_ranked: a.fair_ranked,
         screen_windows: a.screen_windows,
         confirm_windows: a.confirm_windows,
         intervals: a.intervals,
