@@ -13,8 +13,9 @@
 //!
 //! 1. **Candidates**: the scenario's reference (the configuration the scale SLOs were measured
 //!    from) or, without one, the default configuration; `random` random configurations of the
-//!    knob space; and the `ranked` best of `pool` random configurations by flowsim's mean over
-//!    the screening windows of the worst class's p99 / SLO (against the first scenario).
+//!    knob space; the `ranked` best of `pool` random configurations by flowsim's mean over the
+//!    screening windows of the worst class's p99 / SLO (against the first scenario); and the
+//!    `fair_ranked` fairest of those flowsim predicts compliant in at least half the windows.
 //! 2. **Screening**: pktsim replays every candidate on the same `screen_windows` interval-long
 //!    windows. Per scenario the *best* is the candidate compliant in the most windows (ties:
 //!    lower mean worst ratio); the *fairest* is the one with the highest mean per-window
@@ -53,7 +54,7 @@ pub struct CeilingOptions {
     pub fair_ranked: usize,
     /// Windows every candidate is replayed on.
     pub screen_windows: usize,
-    /// Fresh windows the best and the reference are replayed on.
+    /// Fresh windows the chosen candidates (first, best, fairest) are replayed on.
     pub confirm_windows: usize,
     /// Control intervals of a run (the scale study: 10).
     pub intervals: usize,
@@ -266,7 +267,7 @@ pub fn search_cell(
     let screen = windows(&traffic, opts.screen_windows, opts.seed, 0x5C4E_E75E)?;
     let confirm = windows(&traffic, opts.confirm_windows, opts.seed, 0xC0F1_A7ED)?;
 
-    // Candidates: the reference (else the default), random draws, flowsim's best of a pool.
+    // Candidates: the reference (else the default), random draws, flowsim's picks from a pool.
     let space = Space::new(&first.knobs, None).map_err(|e| EvalError::Scenario(e.to_string()))?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix(opts.seed ^ 0xD1CE));
     let mut draw = || {
