@@ -130,7 +130,8 @@ pub struct Confirmed {
     pub met: usize,
     /// Mean over the windows of min r / max r.
     pub fairness: f64,
-    /// min / max over classes of each class's mean r over the windows.
+    /// min / max over classes of each class's mean r over the windows
+    /// ([`crate::report::tail_fairness`] over all of them; NaN when no class was measured).
     pub mean_r_fairness: f64,
 }
 
@@ -369,21 +370,11 @@ pub fn search_cell(
     let confirmed = |candidate: usize, planned: &Planned| {
         let k = chosen.iter().position(|&c| c == candidate).unwrap_or(0);
         let r: Vec<Vec<f64>> = slis[k].iter().map(|sli| ratios(sli, planned)).collect();
-        let mean_r: Vec<f64> = (0..planned.scenario.classes.len())
-            .map(|i| {
-                let v: Vec<f64> = r.iter().map(|x| x[i]).filter(|x| !x.is_nan()).collect();
-                if v.is_empty() {
-                    f64::NAN
-                } else {
-                    v.iter().sum::<f64>() / v.len() as f64
-                }
-            })
-            .collect();
         Confirmed {
             candidate,
             met: r.iter().filter(|x| met(x)).count(),
             fairness: r.iter().map(|x| fairness(x)).sum::<f64>() / r.len().max(1) as f64,
-            mean_r_fairness: fairness(&mean_r),
+            mean_r_fairness: crate::report::tail_fairness(&r, r.len()),
         }
     };
     let scenarios = cell
