@@ -41,6 +41,7 @@
 //!
 //! Calls only the [`PerformanceModel`] it is given; no I/O of its own.
 
+use crate::calibration::Calibration;
 use crate::ei::{censored_mean, expected_improvement_above, trust_penalty};
 use crate::gp::Surrogate;
 use crate::model::PerformanceModel;
@@ -86,8 +87,9 @@ pub struct AcqContext<'a> {
     /// The last measured ratios (objective order): they stand in for a class the model's
     /// window has no SLI of, the same value for every candidate.
     pub stand_in: Option<&'a [f64]>,
-    /// The model's per-class calibration factors ([`crate::calibration`]); `None` = 1.
-    pub scale: Option<&'a [f64]>,
+    /// The model's per-class calibration ([`crate::calibration`]), read at each candidate;
+    /// `None`: factors of 1.
+    pub calibration: Option<&'a Calibration>,
     /// Safe exploration ([`ControllerParams::safe_ucb_sigmas`]), given only when a compliant
     /// configuration is known: leave the incumbent (the centre) only for a candidate whose ĝ's
     /// upper confidence bound, mean + this many σ, stays below J = 1.
@@ -332,11 +334,10 @@ impl<'a> Evaluator<'a> {
         let mut order = self.order.borrow_mut();
         for (((k, xr, cfg), s), (mu, sigma)) in fresh.into_iter().zip(slis).zip(post) {
             let f = match &s {
-                Some(s) => match c
-                    .objective
-                    .model_ratios(s)
-                    .and_then(|r| c.objective.model_value(&r, c.scale, c.stand_in))
-                {
+                Some(s) => match c.objective.model_ratios(s).and_then(|r| {
+                    let scale = c.calibration.map(|k| k.at(c.space, &xr));
+                    c.objective.model_value(&r, scale.as_deref(), c.stand_in)
+                }) {
                     Ok((v, absent)) => {
                         let mut seen = self.stood_in.borrow_mut();
                         for a in absent {
@@ -1001,7 +1002,7 @@ mod tests {
             params: &params,
             known: &[],
             stand_in: None,
-            scale: None,
+            calibration: None,
             safe_sigmas: None,
         };
         let ev = Evaluator::new(&ctx);
@@ -1154,7 +1155,7 @@ mod tests {
             params: &params,
             known: &[],
             stand_in: None,
-            scale: None,
+            calibration: None,
             safe_sigmas: safe,
         };
         f(&ctx)

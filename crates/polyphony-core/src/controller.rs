@@ -7,6 +7,7 @@
 
 use crate::acquire::{acquire, AcqContext};
 use crate::adapt::{Measured, RegimeDetector, RollingBest};
+use crate::calibration::Calibration;
 use crate::denoise::{Denoiser, DenoiserSettings};
 use crate::gp::{self, FitMode, GpSettings, Surrogate, SurrogateStatus};
 use crate::model::PerformanceModel;
@@ -186,8 +187,9 @@ pub struct Proposal {
     pub model_evaluations: usize,
     /// Calls of the model (batches).
     pub model_calls: usize,
-    /// The model's per-class calibration factors used (objective order; `None` without a model
-    /// or with `model_calibration` off): the measured ratio is this many times the model's.
+    /// The model's per-class calibration factors at the proposed configuration (objective
+    /// order; `None` without a model or with `model_calibration` off): the measured ratio is
+    /// expected to be this many times the model's there.
     #[serde(default)]
     pub model_scale: Option<Vec<f64>>,
     /// The model's per-class ratios (objective order, before calibration; NaN: a class it saw
@@ -594,13 +596,13 @@ impl Controller {
         let s: Vec<&Sample> = self.state.samples.samples().collect();
         let nf = self.space.n_features();
         let feats: Vec<Vec<f64>> = s.iter().map(|s| self.space.features(&s.x)).collect();
-        let scale = self.model_scale();
+        let calibration = self.calibration();
         (
             Array2::from_shape_fn((s.len(), nf), |(i, j)| feats[i][j]),
             Array1::from_iter(s.iter().map(|s| {
                 self.params
                     .residual
-                    .residual(s.g, self.sample_f(s, scale.as_deref()), self.variant.model)
+                    .residual(s.g, self.sample_f(s, calibration.as_ref()), self.variant.model)
             })),
         )
     }
@@ -609,26 +611,31 @@ impl Controller {
     /// ([`crate::calibration`]); `None` when switched off, without a model, or without
     /// correction — the no-correction ablation is the open-loop model, which learns nothing
     /// from measurements.
-    pub fn model_scale(&self) -> Option<Vec<f64>> {
+    pub fn calibration(&self) -> Option<Calibration> {
         if !(self.params.model_calibration && self.variant.model && self.variant.correction) {
             return None;
         }
-        let pairs = self
+        let samples = self
             .state
             .samples
             .samples()
-            .map(|s| (s.ratios.as_slice(), s.model_ratios.as_slice()));
-        Some(crate::calibration::class_scales(pairs, self.objective.targets().len()))
+            .map(|s| (s.x.as_slice(), s.ratios.as_slice(), s.model_ratios.as_slice()));
+        Some(Calibration::new(
+            samples,
+            self.objective.targets().len(),
+            self.params.calibration_length,
+        ))
     }
 
-    /// f of a stored sample under the calibration `scale` (its stored, uncalibrated f when it
-    /// carries no per-class ratios, as in older states).
-    fn sample_f(&self, s: &Sample, scale: Option<&[f64]>) -> f64 {
+    /// f of a stored sample under the calibration (its stored, uncalibrated f when it carries
+    /// no per-class ratios, as in older states).
+    fn sample_f(&self, s: &Sample, calibration: Option<&Calibration>) -> f64 {
         if !self.variant.model || s.model_ratios.is_empty() {
             return s.f;
         }
+        let scale = calibration.map(|c| c.at(&self.space, &s.x));
         self.objective
-            .model_value(&s.model_ratios, scale, Some(&s.ratios))
+            .model_value(&s.model_ratios, scale.as_deref(), Some(&s.ratios))
             .map_or(s.f, |(v, _)| v)
     }
 
@@ -771,8 +778,7 @@ impl Controller {
                 let feat = Array2::from_shape_vec((1, self.space.n_features()), self.space.features(&sample.x))
                     .map_err(|e| CoreError::State(e.to_string()))?;
                 let (mu, sd) = s.predict(&feat)[0];
-                let scale = self.model_scale();
-                let f = self.sample_f(&sample, scale.as_deref());
+                let f = self.sample_f(&sample, self.calibration().as_ref());
                 (self.params.residual.residual(sample.g, f, self.variant.model) - mu).abs()
                     > self.params.surprise_sigmas * sd.max(1e-12)
             } else {
@@ -835,7 +841,7 @@ impl Controller {
         by_g.sort_by(|a, b| a.g.total_cmp(&b.g));
         extra.extend(by_g.iter().take(3).map(|s| s.x.clone()));
         let known: Vec<Vec<f64>> = self.state.samples.samples().map(|s| s.x.clone()).collect();
-        let scale = self.model_scale();
+        let calibration = self.calibration();
         let ctx = AcqContext {
             known: &known,
             space: &self.space,
@@ -849,7 +855,7 @@ impl Controller {
             g_best: best.g,
             params: &self.params,
             stand_in: self.state.last_ratios.as_deref(),
-            scale: scale.as_deref(),
+            calibration: calibration.as_ref(),
             safe_sigmas: (best.g < 1.0).then_some(self.params.safe_ucb_sigmas),
         };
         let out = acquire(&ctx, &extra, &mut self.state.rng)?;
@@ -915,6 +921,7 @@ impl Controller {
             );
         }
         reason.text += &stood_in;
+        let scale = calibration.map(|c| c.at(&self.space, &b.x));
         if let Some(s) = scale.as_ref().filter(|s| s.iter().any(|v| (v - 1.0).abs() > 0.05)) {
             let f: Vec<String> = s.iter().map(|v| format!("{v:.2}")).collect();
             reason.text += &format!("; model calibrated per class ×{}", f.join("/"));

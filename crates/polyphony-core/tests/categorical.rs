@@ -175,7 +175,7 @@ fn a_trust_region_in_the_mixed_space_contains_the_incumbent_and_bounds_categoric
             params: &p,
             known: &[],
             stand_in: None,
-            scale: None,
+            calibration: None,
             safe_sigmas: None,
         };
         let out = acquire(&ctx, &[], &mut Xoshiro256PlusPlus::seed_from_u64(5)).unwrap();

@@ -300,14 +300,31 @@ fn a_model_that_errs_per_class_is_calibrated_per_class() {
             seen[i]
         );
     }
-    let s = p.model_scale.clone().expect("calibrated");
-    assert_eq!(s.len(), sc.classes.len());
+    // At the configuration just measured the calibration moves towards the samples' miss
+    // (all of them missed by the same factors; how far depends on how many lie nearby).
+    let at_last = c
+        .calibration()
+        .expect("calibrated")
+        .at(c.space(), &c.space().point_of_config(&last).expect("point"));
+    assert_eq!(at_last.len(), sc.classes.len());
     assert!(
-        (s[0] - 2.0).abs() < 1e-9 && (s[1] - 1.0).abs() < 1e-9 && (s[2] - 0.5).abs() < 1e-9,
+        at_last[0] > 1.3
+            && at_last[0] <= 2.0 + 1e-9
+            && (at_last[1] - 1.0).abs() < 1e-9
+            && at_last[2] < 0.8
+            && at_last[2] >= 0.5 - 1e-9,
+        "{at_last:?}"
+    );
+    // At the proposal (within a step of the samples) each factor lies between 1 and the
+    // samples' miss, and the reason names them when any differs from 1.
+    let s = p.model_scale.clone().expect("calibrated");
+    assert!(
+        (1.0..=2.0 + 1e-9).contains(&s[0]) && (s[1] - 1.0).abs() < 1e-9 && (0.5 - 1e-9..=1.0).contains(&s[2]),
         "{s:?}"
     );
-    assert!(
-        p.reason.text.contains("model calibrated per class ×2.00/1.00/0.50"),
+    assert_eq!(
+        p.reason.text.contains("model calibrated per class ×"),
+        s.iter().any(|v| (v - 1.0).abs() > 0.05),
         "{}",
         p.reason.text
     );

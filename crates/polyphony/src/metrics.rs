@@ -9,7 +9,7 @@
 //! | `class_ratio` | class, dscp | SLI / SLO (≤ 1 is compliant) |
 //! | `class_slo_met` | class, dscp | 1 when the class met its SLO in the last interval |
 //! | `class_sli_model` | class, dscp | the model's SLI at the configuration measured, on the same window's flows (uncalibrated; NaN without one) |
-//! | `class_model_calibration` | class, dscp | the controller's calibration of the model: measured ratio ≈ this × the model's (NaN while it has none) |
+//! | `class_model_calibration` | class, dscp | the controller's calibration of the model at the configuration it proposed: measured ratio ≈ this × the model's (NaN while it has none) |
 //! | `all_slos_met` | | 1 when every class did |
 //! | `objective_measured` | | g: the objective J of the measured ratios |
 //! | `objective_predicted` | | ĝ at the configuration chosen next |
@@ -191,7 +191,7 @@ impl Metrics {
             class_ratio: "SLI over SLO per class; at most 1 is compliant",
             class_slo_met: "1 when the class met its SLO last interval",
             class_sli_model: "The model's SLI per class at the configuration measured, on the same window's flows, before calibration (NaN without one)",
-            class_model_calibration: "The controller's per-class calibration of the model: the measured ratio is about this many times the model's (NaN while it has none)",
+            class_model_calibration: "The controller's per-class calibration of the model at the configuration it proposed: the measured ratio is about this many times the model's (NaN while it has none)",
             all_slos_met: "1 when every class met its SLO last interval",
             objective_measured: "Measured objective g = J(ratios)",
             objective_predicted: "Predicted objective g-hat at the configuration chosen next",
