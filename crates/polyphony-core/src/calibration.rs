@@ -13,7 +13,7 @@
 //! weight [`PRIOR_WEIGHT`].
 //!
 //! Local, because the model's error depends on where it is asked: at the scale study's poor
-//! start (deep queues, tiny initial windows) flowsim overpredicts every class by about 2×, at
+//! start (deep queues, tiny initial windows) flowsim overpredicts every class, by up to 2.4×, at
 //! the configurations the controller then moves to it underpredicts; a factor fitted on the
 //! warm-up and applied everywhere moves those predictions the wrong way. Near measured
 //! configurations the samples outweigh the pseudo-sample and the factor is theirs; far from
