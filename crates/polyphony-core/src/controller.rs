@@ -127,7 +127,8 @@ pub struct ObserveReport {
 pub enum ReasonKind {
     /// The acquisition's best point: highest EI inside the trust region.
     ExpectedImprovement,
-    /// No point promised improvement: the lowest predicted ĝ inside the region.
+    /// No point promised improvement: the lowest predicted ĝ inside the region, or, under safe
+    /// exploration, no point promised a safe one: the incumbent.
     Exploit,
     /// A regime shift was detected; the region was re-centred on the current configuration.
     RegimeShift,
@@ -883,6 +884,15 @@ impl Controller {
                 kind: ReasonKind::ExpectedImprovement,
                 text: "initial design: no model and too few samples for a GP; the candidate farthest from every sample"
                     .into(),
+            }
+        } else if out.exploit && out.safe {
+            Reason {
+                kind: ReasonKind::Exploit,
+                text: format!(
+                    "no candidate promises a safe improvement over g_best = {:.4}; holding the incumbent, where ĝ = {:.4}",
+                    best.g,
+                    b.g_hat()
+                ),
             }
         } else if out.exploit {
             Reason {
