@@ -21,9 +21,9 @@
 //!
 //! **Trust region in the mixed space.** The distance adds γ·H to the squared distance, H the
 //! number of categorical knobs whose choice differs (Hamming distance): one change costs
-//! √γ = [`HAMMING_STEP`] = 0.15 of distance. With the default radii (initial 0.3, minimum 0.1)
-//! one change fits in the initial region with room for a continuous move of 0.26, two fit once
-//! the region has doubled, and none once it has shrunk below 0.15 — the categorical radius
+//! √γ = [`HAMMING_STEP`] = 0.15 of distance. With the default radii (initial 0.45, minimum 0.1)
+//! one change fits in the initial region with room for a continuous move of 0.42, two fit with
+//! room for 0.39, and none once the region has shrunk below 0.15 — the categorical radius
 //! grows and shrinks with the continuous one, as the Hamming trust region of CASMOPOLITAN does
 //! with successes and failures (Wan et al., "Think Global and Act Local: Bayesian Optimisation
 //! over High-Dimensional Categorical and Mixed Search Spaces", ICML 2021, §3).
