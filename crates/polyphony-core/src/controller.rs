@@ -291,12 +291,15 @@ pub fn default_initial(classes: &[TrafficClass]) -> NetworkConfig {
 }
 
 /// Brings a saved state of an earlier version to the current form: `params.denoiser_enabled`
-/// (removed; the variant's `denoiser` flag says the same) is folded into `variant.denoiser`.
+/// (removed; the variant's `denoiser` flag says the same) is folded into `variant.denoiser`, and
+/// `params.trust_radius_max` (removed; it bounded a region that no longer bounds any step) is
+/// dropped.
 fn migrate_state(v: &mut serde_json::Value) {
-    let old = v
-        .get_mut("params")
-        .and_then(serde_json::Value::as_object_mut)
-        .and_then(|p| p.remove("denoiser_enabled"));
+    let params = v.get_mut("params").and_then(serde_json::Value::as_object_mut);
+    let old = params.and_then(|p| {
+        p.remove("trust_radius_max");
+        p.remove("denoiser_enabled")
+    });
     if old.and_then(|x| x.as_bool()) == Some(false) {
         if let Some(d) = v.pointer_mut("/variant/denoiser") {
             *d = serde_json::Value::Bool(false);
@@ -564,8 +567,7 @@ impl Controller {
             st.regime_shift_pending = true;
         } else {
             let improved = before.is_none_or(|b| d.value < b - 1e-3 * b.abs());
-            let compliant = before.is_some_and(|b| b < 1.0) || d.value < 1.0;
-            st.trust.update(improved, before, compliant, &self.params);
+            st.trust.update(improved, before, &self.params);
         }
         st.record(x, &obs.config, d.value, &ratios);
         let report = ObserveReport {
@@ -836,7 +838,10 @@ impl Controller {
             Surrogate::constant(0.0, 0.0, SurrogateStatus::Disabled)
         };
         // 4. Acquisition.
-        let radius = self.variant.trust_region.then_some(self.state.trust.radius);
+        // The region bounds the step around a compliant incumbent only: while g_best ≥ 1 (no
+        // configuration in the rolling window met every SLO) the acquisition searches the whole
+        // space, where the model's compliant region is one step away (scale-dev page).
+        let radius = (self.variant.trust_region && best.g < 1.0).then_some(self.state.trust.radius);
         let mut extra: Vec<Vec<f64>> = self.state.last_proposal.iter().cloned().collect();
         let mut by_g: Vec<&Sample> = self.state.samples.samples().collect();
         by_g.sort_by(|a, b| a.g.total_cmp(&b.g));
@@ -919,7 +924,12 @@ impl Controller {
                         ResidualSpace::Log => format!("×÷ {:.3}", b.sigma.exp()),
                     },
                     b.distance,
-                    radius.map_or(" (no trust region)".to_string(), |r| format!(" (radius {r:.3})"))
+                    match radius {
+                        Some(r) => format!(" (radius {r:.3})"),
+                        None if self.variant.trust_region =>
+                            " (whole space: no configuration in the window met every SLO)".into(),
+                        None => " (no trust region)".into(),
+                    }
                 ),
             }
         };

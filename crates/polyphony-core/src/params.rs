@@ -36,19 +36,16 @@ pub struct ControllerParams {
     pub fairness_weight: f64,
     /// Trust-region penalty β. 1e4, as in the paper (§4.4).
     pub penalty_beta: f64,
-    /// Initial trust-region radius ε in normalised units. 0.45: a move of 0.45 along one
-    /// hypercube axis is ~45 % of a knob's (log) range — large enough to leave a poor start in
-    /// one or two steps, small enough that the residual GP's local correction stays valid.
+    /// Initial trust-region radius ε in normalised units, the bound on a step from a compliant
+    /// incumbent (before one is known the acquisition searches the whole space). 0.45: a move
+    /// of 0.45 along one hypercube axis is ~45 % of a knob's (log) range — small enough that
+    /// the residual GP's local correction stays valid.
     /// Chosen over 0.3 and 0.6 on development seeds of every study (ahead of 0.3 on each; 0.6
     /// loses under load shifts): docs/results/scale-dev/README.md.
     pub trust_radius_init: f64,
     /// Smallest radius. 0.1: a weight move of ~0.07 (a class's share changing by a fifth)
     /// is ~0.08 away; a smaller region could not fix a starved class in one step.
     pub trust_radius_min: f64,
-    /// Largest radius. 1.0: never jump more than one full knob range at once. While some
-    /// measured configuration meets every SLO (g_best < 1) the radius stays at most
-    /// `trust_radius_init` instead ([`crate::trust::TrustRegion`]).
-    pub trust_radius_max: f64,
     /// Consecutive improvements of g_best before the radius doubles. 2, after TuRBO-style
     /// trust regions: expand when the local model is proving right.
     pub trust_expand_after: u32,
@@ -169,7 +166,6 @@ impl Default for ControllerParams {
             penalty_beta: 1e4,
             trust_radius_init: 0.45,
             trust_radius_min: 0.1,
-            trust_radius_max: 1.0,
             trust_expand_after: 2,
             trust_shrink_after: 3,
             trust_restart: true,
@@ -225,8 +221,6 @@ pub struct OperatorParams {
     pub trust_radius_init: f64,
     /// See [`ControllerParams::trust_radius_min`].
     pub trust_radius_min: f64,
-    /// See [`ControllerParams::trust_radius_max`].
-    pub trust_radius_max: f64,
     /// See [`ControllerParams::best_window`].
     pub best_window: usize,
     /// See [`ControllerParams::sample_window`].
@@ -261,7 +255,6 @@ impl From<OperatorParams> for ControllerParams {
             fairness_weight: o.fairness_weight,
             trust_radius_init: o.trust_radius_init,
             trust_radius_min: o.trust_radius_min,
-            trust_radius_max: o.trust_radius_max,
             best_window: o.best_window,
             sample_window: o.sample_window,
             regime_factor: o.regime_factor,
@@ -285,7 +278,6 @@ impl ControllerParams {
             fairness_weight: self.fairness_weight,
             trust_radius_init: self.trust_radius_init,
             trust_radius_min: self.trust_radius_min,
-            trust_radius_max: self.trust_radius_max,
             best_window: self.best_window,
             sample_window: self.sample_window,
             regime_factor: self.regime_factor,
@@ -350,15 +342,11 @@ impl ControllerParams {
         positive("trust_radius_min", self.trust_radius_min)?;
         positive("trust_radius_init", self.trust_radius_init)?;
         positive("calibration_length", self.calibration_length)?;
-        positive("trust_radius_max", self.trust_radius_max)?;
-        if !(self.trust_radius_min <= self.trust_radius_init && self.trust_radius_init <= self.trust_radius_max) {
+        if self.trust_radius_min > self.trust_radius_init {
             return Err(bad(
                 "trust_radius_init",
                 self.trust_radius_init,
-                &format!(
-                    "must lie between trust_radius_min ({}) and trust_radius_max ({})",
-                    self.trust_radius_min, self.trust_radius_max
-                ),
+                &format!("must be at least trust_radius_min ({})", self.trust_radius_min),
             ));
         }
         at_least("trust_expand_after", self.trust_expand_after as usize, 1)?;
@@ -504,11 +492,14 @@ mod tests {
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("regime_factor = 0.9"), "{e}");
         let p = ControllerParams {
-            trust_radius_init: 5.0,
+            trust_radius_init: 0.05,
             ..Default::default()
         };
         let e = p.validate().unwrap_err().to_string();
-        assert!(e.contains("trust_radius_init"), "{e}");
+        assert!(
+            e.contains("trust_radius_init = 0.05") && e.contains("trust_radius_min"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The trust region's state machine (paper §5, TuRBO-style): a radius around the best measured
-//! configuration that doubles after a streak of improvements (up to the initial radius — the
-//! paper's fixed ε — once a compliant configuration is known), halves after a streak of stalls,
-//! re-opens when it has stalled at its minimum above every SLO, and resets on a regime shift.
+//! configuration that doubles after a streak of improvements up to the initial radius (the
+//! paper's fixed ε), halves after a streak of stalls, re-opens when it has stalled at its
+//! minimum above every SLO, and resets on a regime shift. The controller bounds its acquisition
+//! by the region only while the rolling best meets every SLO; before that it searches the whole
+//! space (a region larger than ε never bounds a step).
 //! Pure; serialised inside the controller's state under the field names it always had.
 
 use crate::params::ControllerParams;
@@ -32,18 +34,11 @@ impl TrustRegion {
     }
 
     /// One control observation: `improved` says whether it beat the rolling best `best_before`
-    /// (the best before it, `None` when there was none); `compliant` whether a configuration
-    /// meeting every SLO (J < 1) is known, this observation included.
-    pub fn update(&mut self, improved: bool, best_before: Option<f64>, compliant: bool, params: &ControllerParams) {
-        // With a compliant configuration known, the paper's fixed ε: TuRBO's growth serves to
-        // find a compliant region; a region grown to the whole space after that sends the
-        // acquisition to its edges, where the residual is extrapolated.
-        let max = if compliant {
-            params.trust_radius_init
-        } else {
-            params.trust_radius_max
-        };
-        self.radius = self.radius.min(max);
+    /// (the best before it, `None` when there was none).
+    pub fn update(&mut self, improved: bool, best_before: Option<f64>, params: &ControllerParams) {
+        // At most the paper's fixed ε: a larger region would send the acquisition to its edges,
+        // where the residual is extrapolated.
+        let max = params.trust_radius_init;
         if improved {
             self.improve_streak += 1;
             self.stall_streak = 0;
@@ -79,21 +74,26 @@ mod tests {
     fn grows_on_improvement_shrinks_on_stall_and_reopens_above_the_slos() {
         let p = ControllerParams::default();
         let mut t = TrustRegion::new(&p);
-        for _ in 0..p.trust_expand_after {
-            t.update(true, Some(2.0), false, &p);
+        // A stall period halves it; a streak of improvements doubles it back.
+        for _ in 0..p.trust_shrink_after {
+            t.update(false, Some(2.0), &p);
         }
-        assert_eq!(t.radius, (p.trust_radius_init * 2.0).min(p.trust_radius_max));
+        assert_eq!(t.radius, p.trust_radius_init * 0.5);
+        for _ in 0..p.trust_expand_after {
+            t.update(true, Some(2.0), &p);
+        }
+        assert_eq!(t.radius, p.trust_radius_init);
         // Stall until the minimum, then one more shrink period re-opens it (best above 1).
         let mut periods = 0;
         while t.radius > p.trust_radius_min * (1.0 + 1e-9) {
             for _ in 0..p.trust_shrink_after {
-                t.update(false, Some(2.0), false, &p);
+                t.update(false, Some(2.0), &p);
             }
             periods += 1;
             assert!(periods < 64, "never reached the minimum");
         }
         for _ in 0..p.trust_shrink_after {
-            t.update(false, Some(2.0), false, &p);
+            t.update(false, Some(2.0), &p);
         }
         assert_eq!(t.radius, p.trust_radius_init);
         // Below every SLO it stays at the minimum instead.
@@ -103,7 +103,7 @@ mod tests {
             stall_streak: 0,
         };
         for _ in 0..p.trust_shrink_after {
-            u.update(false, Some(0.5), true, &p);
+            u.update(false, Some(0.5), &p);
         }
         assert_eq!(u.radius, p.trust_radius_min);
         u.reset(&p);
@@ -111,19 +111,14 @@ mod tests {
     }
 
     #[test]
-    fn with_a_compliant_configuration_known_the_radius_stays_at_its_initial_value() {
+    fn the_radius_never_exceeds_its_initial_value() {
         let p = ControllerParams::default();
         let mut t = TrustRegion::new(&p);
-        for _ in 0..10 * p.trust_expand_after {
-            t.update(true, Some(0.8), true, &p);
-            assert!(t.radius <= p.trust_radius_init + 1e-12, "{}", t.radius);
+        for g in [0.8, 2.0] {
+            for _ in 0..10 * p.trust_expand_after {
+                t.update(true, Some(g), &p);
+                assert!(t.radius <= p.trust_radius_init + 1e-12, "{}", t.radius);
+            }
         }
-        // A region grown while nothing was compliant shrinks back once something is.
-        for _ in 0..10 * p.trust_expand_after {
-            t.update(true, Some(2.0), false, &p);
-        }
-        assert_eq!(t.radius, p.trust_radius_max);
-        t.update(true, Some(1.2), true, &p);
-        assert!(t.radius <= p.trust_radius_init + 1e-12, "{}", t.radius);
     }
 }

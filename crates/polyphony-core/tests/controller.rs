@@ -407,6 +407,44 @@ fn a_region_stalled_at_its_minimum_above_the_slos_is_reopened() {
 }
 
 #[test]
+fn the_region_bounds_a_step_only_once_a_configuration_meets_every_slo() {
+    let sc = scenario();
+    let model = FormulaModel {
+        scenario: sc.clone(),
+        scale: 1.0,
+    };
+    let cfg = default_initial(&sc.classes);
+    // One observation of `cfg` with every p99 scaled to put J near `k`, then a proposal.
+    let propose_after = |k: f64| {
+        let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
+        let mut slis = model.slis(&cfg);
+        let j0 = c.objective().value(&slis).expect("J");
+        for x in &mut slis.classes {
+            x.p99 *= k / j0;
+        }
+        c.observe(&Observation {
+            config: cfg.clone(),
+            slis,
+            workload: None,
+        })
+        .expect("observe");
+        let p = c.propose(&model).expect("propose");
+        let d = c
+            .space()
+            .distance(&p.point, &c.space().point_of_config(&cfg).expect("point"));
+        (p, d)
+    };
+    let (above, _) = propose_after(2.5);
+    assert!(above.g_best.is_some_and(|g| g > 1.0), "{above:?}");
+    assert_eq!(above.trust_radius, None, "{}", above.reason.text);
+    assert!(above.reason.text.contains("whole space"), "{}", above.reason.text);
+    let (below, d) = propose_after(0.6);
+    assert!(below.g_best.is_some_and(|g| g < 1.0), "{below:?}");
+    let r = below.trust_radius.expect("a region around the compliant incumbent");
+    assert!(d <= r + 1e-6, "step {d} beyond the radius {r}");
+}
+
+#[test]
 fn a_state_saved_before_the_residual_space_and_warm_up_fields_still_loads() {
     let (_, truth, c, cfg) = observed_once();
     let mut v: serde_json::Value = serde_json::from_str(&c.to_json().expect("json")).expect("value");
@@ -414,6 +452,8 @@ fn a_state_saved_before_the_residual_space_and_warm_up_fields_still_loads() {
     let params = v["params"].as_object_mut().expect("params");
     assert!(params.remove("residual").is_some() && params.remove("model_calibration").is_some());
     assert!(params.remove("trust_restart").is_some());
+    // What it had that the current one does not.
+    params.insert("trust_radius_max".into(), serde_json::json!(1.0));
     let state = v["state"].as_object_mut().expect("state");
     assert!(state.remove("warmup_g").is_some() && state.remove("warmup_centre").is_some());
     assert!(state.remove("last_ratios").is_some());
@@ -479,7 +519,8 @@ fn proposals_stay_valid_and_carry_their_accounting() {
         assert_eq!(p.config.validate(), Ok(()));
         assert!(p.model_evaluations > 0 && p.model_calls >= 2, "{p:?}");
         assert!(p.model_slis.is_some() && p.g_hat.is_some_and(f64::is_finite));
-        assert!(p.trust_radius.is_some());
+        // A region exactly when a compliant configuration is known.
+        assert_eq!(p.trust_radius.is_some(), p.g_best.is_some_and(|g| g < 1.0), "{p:?}");
         cfg = p.config;
     }
 }
@@ -519,7 +560,8 @@ fn baselines_share_the_tuner_interface() {
 #[test]
 fn warm_up_samples_are_admitted_and_one_lucky_window_does_not_become_the_centre() {
     let sc = scenario();
-    let (truth, model) = formulas(&sc, 1.1, 0.9);
+    // Every SLO met (J < 1), so that a trust region bounds the first step.
+    let (truth, model) = formulas(&sc, 0.5, 0.4);
     // A trust region much smaller than the warm-up design, so where it is centred shows.
     let params = ControllerParams {
         trust_radius_min: 0.05,
@@ -564,6 +606,7 @@ fn warm_up_samples_are_admitted_and_one_lucky_window_does_not_become_the_centre(
     // g_best is the warm-up's typical level, not the lucky window.
     let g_best = p.g_best.expect("g_best");
     assert!(g_best > g_lucky * 1.5, "g_best {g_best} vs lucky {g_lucky}");
+    assert!(g_best < 1.0, "the warm-up meets every SLO: {g_best}");
     // The trust region is centred on the start (the design's centre), not on the lucky point.
     let r = p.trust_radius.expect("trust region");
     assert!(c.space().distance(&p.point, &start) <= r + 1e-6);
