@@ -361,6 +361,16 @@ fn a_model_that_errs_per_class_is_calibrated_per_class() {
     assert_eq!(free.propose(&model).expect("propose").observed_model_ratios, None);
 }
 
+/// `truth`'s SLIs at `cfg` with every p99 scaled by k / J, which puts `c`'s objective near `k`.
+fn slis_near(c: &Controller, truth: &FormulaModel, cfg: &NetworkConfig, k: f64) -> SliVector {
+    let mut slis = truth.slis(cfg);
+    let j0 = c.objective().value(&slis).expect("J");
+    for x in &mut slis.classes {
+        x.p99 *= k / j0;
+    }
+    slis
+}
+
 #[test]
 fn a_region_stalled_at_its_minimum_above_the_slos_is_reopened() {
     let sc = scenario();
@@ -382,11 +392,7 @@ fn a_region_stalled_at_its_minimum_above_the_slos_is_reopened() {
             ..params.clone()
         };
         let mut c = Controller::from_scenario(&sc, p, Variant::FULL).expect("controller");
-        let mut slis = truth.slis(&cfg);
-        let j0 = c.objective().value(&slis).expect("J");
-        for x in &mut slis.classes {
-            x.p99 *= k / j0;
-        }
+        let slis = slis_near(&c, &truth, &cfg, k);
         (0..5)
             .map(|_| {
                 c.observe(&Observation {
@@ -414,14 +420,10 @@ fn the_region_bounds_a_step_only_once_a_configuration_meets_every_slo() {
         scale: 1.0,
     };
     let cfg = default_initial(&sc.classes);
-    // One observation of `cfg` with every p99 scaled to put J near `k`, then a proposal.
+    // One observation of `cfg` with J near `k`, then a proposal.
     let propose_after = |k: f64| {
         let mut c = Controller::from_scenario(&sc, small_params(), Variant::FULL).expect("controller");
-        let mut slis = model.slis(&cfg);
-        let j0 = c.objective().value(&slis).expect("J");
-        for x in &mut slis.classes {
-            x.p99 *= k / j0;
-        }
+        let slis = slis_near(&c, &model, &cfg, k);
         c.observe(&Observation {
             config: cfg.clone(),
             slis,
