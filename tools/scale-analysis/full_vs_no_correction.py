@@ -77,18 +77,13 @@ def spearman(a, b):
     return num / math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
 
 
-print("## cells where no-correction converges and full does not (convergence iteration)")
+print("## cells where one of full and no-correction converges and the other does not (convergence iteration)")
 for sc in order:
     f, n = converged(sc, FULL), converged(sc, NC)
     if n is not None and f is None:
         print(f"  {sc}: no-correction {n}, full never")
     if f is not None and n is None:
         print(f"  {sc}: full {f}, no-correction never")
-
-def radii(sc, tu):
-    """The trust radius each proposal of (scenario, tuner) reports, in order."""
-    return [float(m.group(1)) for a, _ in steps(sc, tu) for m in [re.search(r"\(radius ([0-9.]+)\)", a["reason"])] if m]
-
 
 for fam in ["websearch", "hadoop"]:
     cells = [sc for sc in order if family(sc) == fam]
@@ -135,16 +130,14 @@ for fam in ["websearch", "hadoop"]:
             f"  {tu}: measured J / predicted ĝ of its proposals: median ×{math.exp(med):.1f} "
             f"(ln {med:+.2f}, n {len(err)}); Spearman ρ(ĝ, next J) {spearman(pred, meas):.2f}"
         )
-    first = st.median(float(control(sc, NTR)[0]["objective"]) for sc in cells)
-    start = st.median(float([r for r in runs[(sc, NTR)] if int(r["iteration"]) == -1][0]["objective"]) for sc in cells)
-    print(f"  {NTR}: median J of the last warm-up window {start:.2f}, of its first control interval {first:.2f}")
-    # The initial radius is the first one a run reports; "grew" is any later radius above it.
-    grown = {tu: sum(any(x > rs[0] * 1.01 for x in rs) for sc in cells for rs in [radii(sc, tu)] if rs) for tu in [FULL, NC]}
-    print(f"  scenarios whose trust radius grew past its initial value: full {grown[FULL]}, no-correction {grown[NC]}")
+    for tu in [FULL, NC, NTR]:
+        first = st.median(float(control(sc, tu)[0]["objective"]) for sc in cells)
+        start = st.median(float([r for r in runs[(sc, tu)] if int(r["iteration"]) == -1][0]["objective"]) for sc in cells)
+        print(f"  {tu}: median J of the last warm-up window {start:.2f}, of its first control interval {first:.2f}")
 
 print("\n## the cells that flip: intervals 3-9, min-max")
 for sc in order:
-    if converged(sc, NC) is not None and converged(sc, FULL) is None:
+    if (converged(sc, NC) is None) != (converged(sc, FULL) is None):
         for tu in [FULL, NC]:
             it = [r for r in control(sc, tu) if int(r["iteration"]) >= 3]
             w = [float(r["weight_AF31"]) for r in it]
