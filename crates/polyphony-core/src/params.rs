@@ -53,9 +53,9 @@ pub struct ControllerParams {
     /// concluding the region is too large.
     pub trust_shrink_after: u32,
     /// Re-open the region to `trust_radius_init` when it would shrink again at its minimum
-    /// while the best measured J is above 1 (some SLO still missed) — TuRBO's restart, so
-    /// noise cannot pin the search in a region where nothing is compliant. On; measured in
-    /// docs/controller.md.
+    /// while the best measured J is above 1 (some SLO still missed) — TuRBO's restart. The
+    /// region bounds a step only once the best J is below 1, so this decides the radius a first
+    /// compliant incumbent starts with (ε rather than the minimum). On; docs/controller.md.
     pub trust_restart: bool,
     /// Safe exploration (our addition, after SafeOpt-style safe Bayesian optimisation): once
     /// a measured configuration meets every SLO (g_best < 1), a candidate is proposed only if
