@@ -144,7 +144,9 @@ pub struct ControllerParams {
     pub gp_prior_sigma: f64,
     /// Random candidates scored in the first batch. 64.
     pub acq_random_candidates: usize,
-    /// Best starts refined with the local solver. 3.
+    /// Best starts refined with the local solver. 4: the Nelder–Mead runs go in lock step, and
+    /// flowsim evaluates up to four configurations in one pass for about the cost of one, so a
+    /// fourth run costs next to nothing (docs/controller.md).
     pub acq_refine_starts: usize,
     /// Local solver; chosen by measurement (docs/controller.md).
     pub acq_solver: LocalSolver,
@@ -193,7 +195,7 @@ impl Default for ControllerParams {
             calibration_length: 0.2,
             gp_prior_sigma: 0.3,
             acq_random_candidates: 64,
-            acq_refine_starts: 3,
+            acq_refine_starts: 4,
             acq_solver: LocalSolver::NelderMead,
             acq_max_iters: 30,
             acq_fd_step: 0.02,
