@@ -1210,9 +1210,11 @@ mod tests {
         let (out, _) = acquire_on(&batched, 0.05, None);
         let sizes = batched.sizes.lock().unwrap().clone();
         // The first batch (starts and random candidates), then every start's simplex at once:
-        // up to 3 starts × 10 vertices on the nine-knob space, fewer where they coincide.
+        // up to one simplex of 10 vertices per start on the nine-knob space, fewer where they
+        // coincide.
+        let starts = ControllerParams::default().acq_refine_starts;
         assert!(sizes[0] >= 64, "{sizes:?}");
-        assert!((10..=30).contains(&sizes[1]), "{sizes:?}");
+        assert!((10..=10 * starts).contains(&sizes[1]), "{sizes:?}");
         assert_eq!(out.calls, sizes.len());
         // With the simplex batch refused, every vertex is scored when its solver starts (the
         // path without the batch): the same proposal, from as many configurations.
@@ -1235,11 +1237,12 @@ mod tests {
         let m = recorded();
         let (out, _) = acquire_solved(&m, 0.05, None, LocalSolver::Batched);
         let sizes = m.sizes.lock().unwrap().clone();
-        // The first batch, then BATCH_ROUNDS rounds of BATCH_DRAWS draws per start (3 starts),
-        // less the draws that round to a configuration already scored.
+        // The first batch, then BATCH_ROUNDS rounds of BATCH_DRAWS draws per start, less the
+        // draws that round to a configuration already scored.
+        let starts = ControllerParams::default().acq_refine_starts;
         assert_eq!(sizes.len(), 1 + BATCH_ROUNDS, "{sizes:?}");
         assert!(
-            sizes[1..].iter().all(|&n| n > BATCH_DRAWS && n <= 3 * BATCH_DRAWS),
+            sizes[1..].iter().all(|&n| n > BATCH_DRAWS && n <= starts * BATCH_DRAWS),
             "{sizes:?}"
         );
         assert_eq!(out.evaluations, sizes.iter().sum::<usize>());
