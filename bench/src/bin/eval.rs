@@ -99,15 +99,17 @@ fn main() {
     }
 }
 
-/// `git rev-parse HEAD` of the working directory, with `-dirty` when tracked files differ from
-/// it; `unknown` when git is not available.
+/// `git rev-parse HEAD` of the working directory, with `-dirty` when tracked files outside
+/// `docs/` differ from it (what a run executes; `docs/` holds the outputs of earlier studies, so a
+/// chain of studies on one commit names that commit); `unknown` when git is not available.
 fn git_commit() -> String {
     let git = |args: &[&str]| std::process::Command::new("git").args(args).output().ok();
     let Some(head) = git(&["rev-parse", "HEAD"]).filter(|o| o.status.success()) else {
         return "unknown".into();
     };
     let hash = String::from_utf8_lossy(&head.stdout).trim().to_string();
-    let dirty = git(&["diff", "--quiet", "HEAD"]).is_some_and(|o| o.status.code() == Some(1));
+    let dirty =
+        git(&["diff", "--quiet", "HEAD", "--", ":/", ":(top,exclude)docs"]).is_some_and(|o| o.status.code() == Some(1));
     if dirty {
         format!("{hash}-dirty")
     } else {
