@@ -70,17 +70,6 @@ struct Args {
     /// the tail's spread in time, p99 of flows within and beyond one BDP.
     #[arg(long)]
     extra: bool,
-    /// Append experimental queue-tail features (cross-validation only): per class, the
-    /// slow-start rounds of its flows as batches into a compound-Poisson queue at the class's
-    /// share of the host rate, and that queue's 0.99 / 0.999 waiting-time quantiles from the
-    /// Cramér–Lundberg exponent.
-    #[arg(long)]
-    queue_tail: bool,
-    /// Base the ratio target on a smoothed flowsim p99 (cross-validation only): the geometric
-    /// mean of flowsim's slowdowns ranked within ±max(1, 0.5 % of the class's flows) of its p99
-    /// rank, in place of that rank alone.
-    #[arg(long)]
-    smooth_base: bool,
     /// Diagnose the first N cases instead of training: per class, pktsim's and flowsim's tail
     /// flows (slowdown ≥ their p99) compared flow by flow (pktsim rerun with per-flow output,
     /// first configuration of each case).
@@ -181,43 +170,13 @@ fn masked(f: &[f32], without: &[usize]) -> Vec<f32> {
     g
 }
 
-fn case_data(
-    c: &Case,
-    cache: Option<&std::path::Path>,
-    target: Target,
-    extra: bool,
-    queue: bool,
-    smooth: bool,
-    windows: u64,
-) -> Result<CaseData> {
+fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool, windows: u64) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let pkt = common::pktcache::median_over(c, 0..windows.max(1), "dev", cache)?;
     let flowsim = FlowSim::default();
     let mut rows = Vec::new();
     for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
-        let (mut fo, fs) = r?;
-        if smooth {
-            let mut kept = input.clone();
-            kept.keep_flows = true;
-            let out = flowsim.run(&kept, &c.configs[k])?;
-            let flows = out.flows.context("flowsim kept no flows")?;
-            for sl in fo.sli.classes.iter_mut() {
-                let mut v: Vec<f64> = flows
-                    .iter()
-                    .filter(|f| f.dscp == sl.dscp)
-                    .map(|f| f.slowdown())
-                    .collect();
-                if v.is_empty() {
-                    continue;
-                }
-                v.sort_by(f64::total_cmp);
-                let n = v.len();
-                let r = ((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1;
-                let h = ((0.005 * n as f64).round() as usize).max(1);
-                let w = &v[r.saturating_sub(h)..(r + h + 1).min(n)];
-                sl.p99 = (w.iter().map(|x| x.ln()).sum::<f64>() / w.len() as f64).exp();
-            }
-        }
+        let (fo, fs) = r?;
         let mut fs: Vec<(usize, Vec<f32>)> = fs.into_iter().map(|(ci, f)| (ci, f.to_vec())).collect();
         if extra {
             let mut kept = input.clone();
@@ -228,12 +187,6 @@ fn case_data(
                 f.extend(tail_features(&input, &flows, input.classes[*ci], f));
             }
         }
-        if queue {
-            for (ci, f) in &mut fs {
-                let q = queue_tail_features(&input, &c.configs[k], input.classes[*ci], f);
-                f.extend(q);
-            }
-        }
         rows.push((po, fo, fs));
     }
     Ok(CaseData {
@@ -241,94 +194,6 @@ fn case_data(
         target,
         rows,
     })
-}
-
-/// Experimental queue-tail features of one class under `cfg` (`base`: the class's crate
-/// features). Each flow's slow-start rounds (initcwnd · 2^j packets, until the window passes
-/// K + BDP; the rest is a smooth stream) are batches into a compound-Poisson queue drained at
-/// the class's share of the host rate less the smooth streams; W's tail P(W > w) ≈ ρ e^(−θw)
-/// with θ the Lundberg exponent.
-fn queue_tail_features(
-    input: &polyphony_model::ModelInput,
-    cfg: &polyphony_spec::NetworkConfig,
-    d: polyphony_spec::Dscp,
-    base: &[f32],
-) -> [f32; 6] {
-    let get = |name: &str| {
-        let i = FEATURES.iter().position(|&n| n == name).expect("crate feature");
-        f64::from(base[i])
-    };
-    let mss = polyphony_model::MSS as f64;
-    let rate = 10f64.powf(get("log10_host_gbps")) * 1e9 / 8.0;
-    let rtt = 10f64.powf(get("log10_base_rtt_us")) * 1e-6;
-    let bdp = 10f64.powf(get("log10_bdp_packets"));
-    let (u_c, u_all) = (get("class_max_link_util"), get("max_link_util"));
-    let Some(cc) = cfg.class(d) else { return [0.0; 6] };
-    let wsum: f64 = cfg.classes.iter().map(|c| c.weight).sum();
-    let share = (1.0 - (u_all - u_c)).clamp(cc.weight / wsum, 1.0);
-    let w0 = cc.init_cwnd.0 as f64;
-    let cap = cc.ecn_threshold.0 as f64 / mss + bdp;
-    let secs = (input.workload.duration.0 as f64 * 1e-9).max(1e-9);
-    let mut batches: BTreeMap<u64, f64> = BTreeMap::new();
-    let mut smooth = 0.0;
-    for f in input.workload.flows.iter().filter(|f| f.dscp == d) {
-        let mut left = (f.size.0 as f64 / mss).ceil().max(1.0);
-        let mut w = w0;
-        while left > 0.0 {
-            if w > cap {
-                smooth += left;
-                break;
-            }
-            let b = w.min(left);
-            *batches.entry(b as u64).or_default() += 1.0;
-            left -= b;
-            w *= 2.0;
-        }
-    }
-    let mu = (rate * share - smooth * mss / secs).max(0.05 * rate * share);
-    let n: f64 = batches.values().sum();
-    if n == 0.0 {
-        return [0.0; 6];
-    }
-    let lambda = n / secs;
-    let jumps: Vec<(f64, f64)> = batches.iter().map(|(&b, &k)| (b as f64 * mss / mu, k / n)).collect();
-    let mean_j: f64 = jumps.iter().map(|(j, p)| j * p).sum();
-    let rho = lambda * mean_j;
-    let g = |t: f64| lambda * (jumps.iter().map(|(j, p)| p * (t * j).min(700.0).exp()).sum::<f64>() - 1.0) - t;
-    let theta = if rho >= 1.0 {
-        1e-9 / mean_j
-    } else {
-        let mut hi = 1.0 / mean_j;
-        while g(hi) <= 0.0 && hi < 1e12 {
-            hi *= 2.0;
-        }
-        let mut lo = hi / 2.0;
-        if g(lo) > 0.0 {
-            lo = 0.0;
-        }
-        for _ in 0..60 {
-            let m = 0.5 * (lo + hi);
-            if g(m) > 0.0 && m > 0.0 {
-                hi = m;
-            } else {
-                lo = m;
-            }
-        }
-        hi
-    };
-    let buffer = cc.buffer.or(cfg.port_buffer).map_or(1e6, |b| b.0 as f64);
-    let wq = |q: f64| ((rho.min(1.0) / (1.0 - q)).ln().max(0.0) / theta).min(buffer / mu);
-    let (w99, w999) = (wq(0.99), wq(0.999));
-    let one = rtt + mss / rate;
-    [
-        (1.0 + w99 / rtt).ln(),
-        (1.0 + w999 / rtt).ln(),
-        rho,
-        (1.0 + 2.0 * w99 / one).ln(),
-        share.ln(),
-        (theta * rtt + 1e-9).ln(),
-    ]
-    .map(|x| if x.is_finite() { x as f32 } else { 0.0 })
 }
 
 /// Experimental features of one class from flowsim's per-flow outcomes (`base`: the class's
@@ -733,15 +598,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let data = common::par_map(&cases, a.threads, |c| {
-        case_data(
-            c,
-            a.pktsim_cache.as_deref(),
-            target,
-            a.extra,
-            a.queue_tail,
-            a.smooth_base,
-            a.target_windows,
-        )
+        case_data(c, a.pktsim_cache.as_deref(), target, a.extra, a.target_windows)
     })?;
     if let Some(path) = &a.dump {
         dump(path, a.first, &data)?;
@@ -752,7 +609,7 @@ fn main() -> Result<()> {
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if target != Target::Ratio || a.extra || a.queue_tail || a.smooth_base || !without.is_empty() {
+    if target != Target::Ratio || a.extra || !without.is_empty() {
         bail!("--excess, --direct, --extra and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data
