@@ -28,11 +28,35 @@ use polyphony_spec::{
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::fmt;
+use std::ops::{Range, RangeInclusive};
 
 /// Flows a case's window is sized for.
 pub const TARGET_FLOWS: f64 = 3000.0;
 /// Payload bytes a case's window offers at most.
 pub const MAX_BYTES: f64 = 600e6;
+/// Senders of a dumbbell in the space.
+pub const SENDERS: RangeInclusive<u32> = 2..=16;
+/// Racks of a leaf-spine in the space.
+pub const RACKS: RangeInclusive<u32> = 2..=32;
+/// Hosts per rack of a leaf-spine in the space.
+pub const HOSTS_PER_RACK: RangeInclusive<u32> = 2..=8;
+/// Spines of a leaf-spine in the space.
+pub const SPINES: RangeInclusive<u32> = 1..=4;
+/// Oversubscription of a leaf-spine (a rack's host capacity over its uplink capacity).
+pub const OVERSUBSCRIPTION: Range<f64> = 1.0..4.0;
+/// Host link rates (Mbit/s) of the real-rate bands, with [`LINK_DELAY_US`].
+pub const HOST_RATE_MBPS: Range<f64> = 1e3..1e5;
+/// One-way link delays (µs) of the real-rate bands.
+pub const LINK_DELAY_US: Range<f64> = 1.0..10.0;
+/// The time-scaled variant: host rate (Mbit/s) and one-way link delay (µs).
+pub const TIME_SCALED: (f64, f64) = (100.0, 1500.0);
+/// Classes of a scenario in the space.
+pub const CLASSES: RangeInclusive<usize> = 2..=8;
+/// σ of a class's inter-arrivals in the space.
+pub const SIGMA: Range<f64> = 1.0..2.0;
+/// Total offered load of the busiest tier in the space.
+pub const LOAD: Range<f64> = 0.2..0.85;
+
 /// LogSumExp sharpness c of the objective J.
 pub const LSE_C: f64 = 10.0;
 /// Fairness weight λ of the objective J.
@@ -99,9 +123,9 @@ pub enum LoadBand {
 impl LoadBand {
     fn range(self) -> (f64, f64) {
         match self {
-            LoadBand::Light => (0.2, 0.4),
+            LoadBand::Light => (LOAD.start, 0.4),
             LoadBand::Medium => (0.4, 0.6),
-            LoadBand::Heavy => (0.6, 0.85),
+            LoadBand::Heavy => (0.6, LOAD.end),
         }
     }
 }
@@ -174,26 +198,32 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
     let regime = Regime::of_index(index);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix64(seed ^ 0x5eed_ca5e));
     let (rate_mbps, delay_us) = match regime.rate {
-        RateBand::TimeScaled => (100.0, 1500.0),
-        RateBand::Low => (log_uniform(&mut rng, 1e3, 1e4), rng.gen_range(1.0..10.0)),
-        RateBand::High => (log_uniform(&mut rng, 1e4, 1e5), rng.gen_range(1.0..10.0)),
+        RateBand::TimeScaled => TIME_SCALED,
+        RateBand::Low => (
+            log_uniform(&mut rng, HOST_RATE_MBPS.start, 1e4),
+            rng.gen_range(LINK_DELAY_US),
+        ),
+        RateBand::High => (
+            log_uniform(&mut rng, 1e4, HOST_RATE_MBPS.end),
+            rng.gen_range(LINK_DELAY_US),
+        ),
     };
     let (lo, hi) = regime.load.range();
     let load: f64 = rng.gen_range(lo..hi);
     let (topology, host_load) = match regime.topology {
         TopologyKind::Dumbbell => (
             TopologySpec::Dumbbell {
-                senders: rng.gen_range(2..=16),
+                senders: rng.gen_range(SENDERS),
                 rate_mbps,
                 link_delay_us: delay_us,
             },
             load,
         ),
         TopologyKind::LeafSpine => {
-            let racks = log_uniform(&mut rng, 2.0, 33.0).floor() as u32;
-            let hosts_per_rack = rng.gen_range(2..=8);
-            let spines = rng.gen_range(1..=4u32);
-            let oversub: f64 = rng.gen_range(1.0..4.0);
+            let racks = log_uniform(&mut rng, f64::from(*RACKS.start()), f64::from(*RACKS.end() + 1)).floor() as u32;
+            let hosts_per_rack = rng.gen_range(HOSTS_PER_RACK);
+            let spines = rng.gen_range(SPINES);
+            let oversub: f64 = rng.gen_range(OVERSUBSCRIPTION);
             let fabric = hosts_per_rack as f64 * rate_mbps / (spines as f64 * oversub);
             // The busiest tier: the uplinks carry the inter-rack share of the hosts' load
             // times the oversubscription.
@@ -210,7 +240,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
             )
         }
     };
-    let n = rng.gen_range(2..=8usize);
+    let n = rng.gen_range(CLASSES);
     let names: Vec<&str> = SizeCdf::shipped_names().collect();
     let shares: Vec<f64> = (0..n).map(|_| -(1.0 - rng.gen::<f64>()).ln() + 0.2).collect();
     let total: f64 = shares.iter().sum();
@@ -228,7 +258,7 @@ pub fn case(set: SeedSet, index: u64, configs: usize) -> Result<Case, ModelError
             dscp,
             size_cdf: names[rng.gen_range(0..names.len())].to_string(),
             load: host_load * share / total,
-            sigma: rng.gen_range(1.0..2.0),
+            sigma: rng.gen_range(SIGMA),
             incast: None,
         });
     }
@@ -278,6 +308,174 @@ impl Case {
     pub fn duration(&self) -> Nanos {
         self.scenario.interval()
     }
+}
+
+/// One way a scenario lies outside the space the models were validated on (the space
+/// [`case`] draws from): where it does, `docs/models.md`'s validation numbers do not describe
+/// the model's error, and its known limits list the cases measured so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutsideSpace {
+    /// The scenario key, e.g. `topology.senders`.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+    /// What the space holds there.
+    pub space: String,
+}
+
+impl fmt::Display for OutsideSpace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} = {} (validated: {})", self.key, self.value, self.space)
+    }
+}
+
+fn outside(key: &str, value: impl fmt::Display, space: impl fmt::Display) -> OutsideSpace {
+    OutsideSpace {
+        key: key.to_string(),
+        value: value.to_string(),
+        space: space.to_string(),
+    }
+}
+
+fn oversubscription(ls: &LeafSpineSpec) -> f64 {
+    f64::from(ls.hosts_per_rack) * ls.host_rate_mbps / (f64::from(ls.spines) * ls.fabric_rate_mbps)
+}
+
+/// Where a network of `topology` with `classes` traffic classes lies outside the validation
+/// space: a dumbbell's senders, a leaf-spine's racks, hosts per rack, spines and
+/// oversubscription, the host rate with the link delay, and the number of classes — what a
+/// deployment knows before it measures any traffic.
+pub fn network_outside_space(topology: &TopologySpec, classes: usize) -> Vec<OutsideSpace> {
+    let mut out = Vec::new();
+    if !CLASSES.contains(&classes) {
+        out.push(outside(
+            "classes",
+            classes,
+            format!("{}–{}", CLASSES.start(), CLASSES.end()),
+        ));
+    }
+    let range = |r: &RangeInclusive<u32>| format!("{}–{}", r.start(), r.end());
+    let (rate, delay) = match topology {
+        TopologySpec::Dumbbell {
+            senders,
+            rate_mbps,
+            link_delay_us,
+        } => {
+            if !SENDERS.contains(senders) {
+                out.push(outside("topology.senders", senders, range(&SENDERS)));
+            }
+            (*rate_mbps, *link_delay_us)
+        }
+        TopologySpec::LeafSpine(ls) => {
+            for (key, v, r) in [
+                ("topology.racks", ls.racks, &RACKS),
+                ("topology.hosts_per_rack", ls.hosts_per_rack, &HOSTS_PER_RACK),
+                ("topology.spines", ls.spines, &SPINES),
+            ] {
+                if !r.contains(&v) {
+                    out.push(outside(key, v, range(r)));
+                }
+            }
+            // The generator rounds the fabric rate to whole Mbit/s: half a percent of slack.
+            let o = oversubscription(ls);
+            if !(OVERSUBSCRIPTION.start * 0.995..=OVERSUBSCRIPTION.end * 1.005).contains(&o) {
+                out.push(outside(
+                    "oversubscription (hosts_per_rack · host_rate_mbps / (spines · fabric_rate_mbps))",
+                    format!("{o:.2}"),
+                    format!("{}–{}", OVERSUBSCRIPTION.start, OVERSUBSCRIPTION.end),
+                ));
+            }
+            (ls.host_rate_mbps, ls.link_delay_us)
+        }
+    };
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.01 * b;
+    let time_scaled = near(rate, TIME_SCALED.0) && near(delay, TIME_SCALED.1);
+    let real = (HOST_RATE_MBPS.start..=HOST_RATE_MBPS.end).contains(&rate)
+        && (LINK_DELAY_US.start..=LINK_DELAY_US.end).contains(&delay);
+    if !(time_scaled || real) {
+        out.push(outside(
+            "host rate and link delay",
+            format!("{rate} Mbit/s, {delay} µs"),
+            format!(
+                "{}–{} Gbit/s with {}–{} µs links, or {} Mbit/s with {} µs links",
+                HOST_RATE_MBPS.start / 1e3,
+                HOST_RATE_MBPS.end / 1e3,
+                LINK_DELAY_US.start,
+                LINK_DELAY_US.end,
+                TIME_SCALED.0,
+                TIME_SCALED.1
+            ),
+        ));
+    }
+    out
+}
+
+/// Where `scenario` lies outside the validation space: its network
+/// ([`network_outside_space`]), each class's size CDF (a shipped one), σ and incast, the
+/// busiest tier's total load in the base mix and in every phase, and knobs beyond weights, ECN
+/// thresholds and initial windows.
+pub fn scenario_outside_space(scenario: &Scenario) -> Vec<OutsideSpace> {
+    let mut out = network_outside_space(&scenario.topology, scenario.classes.len());
+    for (i, m) in scenario.mix.iter().enumerate() {
+        if m.incast.is_some() {
+            out.push(outside(&format!("mix[{i}].incast"), "set", "no incast classes"));
+        } else if SizeCdf::shipped(&m.size_cdf).is_err() {
+            out.push(outside(
+                &format!("mix[{i}].size_cdf"),
+                &m.size_cdf,
+                "the CDFs under models/cdf",
+            ));
+        }
+        if !(SIGMA.start..=SIGMA.end).contains(&m.sigma) {
+            out.push(outside(
+                &format!("mix[{i}].sigma"),
+                m.sigma,
+                format!("{}–{}", SIGMA.start, SIGMA.end),
+            ));
+        }
+    }
+    // The busiest tier: a leaf-spine's uplinks carry up to the hosts' load times its
+    // oversubscription.
+    let tier = match &scenario.topology {
+        TopologySpec::Dumbbell { .. } => 1.0,
+        TopologySpec::LeafSpine(ls) => oversubscription(ls).max(1.0),
+    };
+    let space = format!(
+        "{:.0}–{:.0} % of the busiest tier",
+        LOAD.start * 100.0,
+        LOAD.end * 100.0
+    );
+    let base: f64 = scenario.mix.iter().map(|m| m.load).sum::<f64>() * tier;
+    if !(LOAD.start..=LOAD.end).contains(&base) {
+        out.push(outside("mix load", format!("{:.0} %", base * 100.0), &space));
+    }
+    for (i, p) in scenario.phases.iter().enumerate() {
+        let l: f64 = p.loads.iter().sum::<f64>() * tier;
+        if !(LOAD.start..=LOAD.end).contains(&l) {
+            out.push(outside(
+                &format!("phases[{i}] load"),
+                format!("{:.0} %", l * 100.0),
+                &space,
+            ));
+        }
+    }
+    if let Some(k) = &scenario.knobs {
+        if k.knobs.iter().any(|s| s.kind == KnobKind::Buffer) {
+            out.push(outside(
+                "knobs",
+                "a per-class buffer",
+                "weights, ECN thresholds, initial windows",
+            ));
+        }
+        if !k.categorical.is_empty() {
+            out.push(outside(
+                "knobs.categorical",
+                "set",
+                "weights, ECN thresholds, initial windows",
+            ));
+        }
+    }
+    out
 }
 
 fn log_uniform<R: Rng>(rng: &mut R, lo: f64, hi: f64) -> f64 {
@@ -418,5 +616,72 @@ mod tests {
         assert!((spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+    /// Every drawn case lies inside the space the check describes, and each way out of it is
+    /// named by its key: the generator and the check cannot drift apart unnoticed.
+    #[test]
+    fn drawn_cases_lie_inside_and_each_way_out_is_named() {
+        for i in 0..3 * Regime::COUNT {
+            for set in [SeedSet::Development, SeedSet::Validation] {
+                let c = case(set, i, 1).expect("valid case");
+                let o = scenario_outside_space(&c.scenario);
+                assert!(o.is_empty(), "case {i} ({}): {o:?}", c.regime);
+            }
+        }
+        let keys = |s: &Scenario| scenario_outside_space(s).into_iter().map(|o| o.key).collect::<Vec<_>>();
+        let base = case(SeedSet::Development, 1, 1).expect("valid case").scenario; // a leaf-spine
+        let TopologySpec::LeafSpine(ls) = &base.topology else {
+            panic!("case 1 is a leaf-spine")
+        };
+        // The paper's scale fabric: 1 Gbit/s hosts under 10 Gbit/s uplinks.
+        let mut s = base.clone();
+        s.topology = TopologySpec::LeafSpine(LeafSpineSpec {
+            racks: 32,
+            hosts_per_rack: 8,
+            spines: 4,
+            host_rate_mbps: 1000.0,
+            fabric_rate_mbps: 10_000.0,
+            link_delay_us: 1.0,
+        });
+        for m in &mut s.mix {
+            m.load = 0.5 / s.classes.len() as f64;
+        }
+        assert_eq!(
+            keys(&s),
+            ["oversubscription (hosts_per_rack · host_rate_mbps / (spines · fabric_rate_mbps))"]
+        );
+        let mut s = base.clone();
+        s.topology = TopologySpec::LeafSpine(LeafSpineSpec {
+            hosts_per_rack: 1,
+            link_delay_us: 40.0,
+            ..ls.clone()
+        });
+        let k = keys(&s);
+        assert!(
+            k.contains(&"topology.hosts_per_rack".to_string()) && k.contains(&"host rate and link delay".to_string()),
+            "{k:?}"
+        );
+        let mut s = base.clone();
+        s.topology = TopologySpec::Dumbbell {
+            senders: 1,
+            rate_mbps: 100.0,
+            link_delay_us: 1500.0,
+        };
+        assert!(keys(&s).contains(&"topology.senders".to_string()));
+        let mut s = base.clone();
+        s.mix[0].sigma = 3.0;
+        s.mix[0].size_cdf = "a-file-of-my-own".into();
+        assert_eq!(keys(&s), ["mix[0].size_cdf", "mix[0].sigma"]);
+        let mut s = base.clone();
+        s.classes.truncate(1);
+        s.mix.truncate(1);
+        assert!(keys(&s).contains(&"classes".to_string()));
+        let mut s = base;
+        let n = s.mix.len();
+        s.phases = vec![polyphony_spec::LoadPhase {
+            duration_s: 1.0,
+            loads: vec![0.95 / n as f64; n],
+        }];
+        assert!(keys(&s).contains(&"phases[0] load".to_string()));
     }
 }

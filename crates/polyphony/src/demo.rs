@@ -87,6 +87,10 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
         }
         scenario.interval_s = m;
     }
+    crate::warn_outside_space(
+        &format!("scenario {}", scenario.name),
+        &polyphony_model::validation::scenario_outside_space(&scenario),
+    );
     // A knob space the controller's model cannot evaluate everywhere would fail every proposal.
     let start = demo_start(&scenario);
     let dscps: Vec<_> = scenario.classes.iter().map(|c| c.dscp).collect();

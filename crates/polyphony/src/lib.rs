@@ -20,6 +20,19 @@ pub mod recommend;
 pub mod simulate;
 pub mod state;
 
+/// Logs, as one warning, where the network or scenario the controller's model is asked about
+/// lies outside the space the model was validated on (`polyphony_model::validation`): its error
+/// there is not the one `docs/models.md` reports.
+pub(crate) fn warn_outside_space(what: &str, outside: &[polyphony_model::validation::OutsideSpace]) {
+    if outside.is_empty() {
+        return;
+    }
+    let list = outside.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+    tracing::warn!(
+        "{what} lies outside the space the model was validated on: {list}; its predictions there may err far more than docs/models.md reports (see its known limits)"
+    );
+}
+
 /// How the process ends: user errors (bad flags, bad config) exit 2, everything else 1.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {

@@ -7,6 +7,7 @@ use crate::cli::{ModelArg, SimulateArgs};
 use crate::network::load_scenario;
 use crate::Failure;
 use anyhow::anyhow;
+use polyphony_model::validation::scenario_outside_space;
 use polyphony_model::{scenario_trace, simulate, ModelKind, SimulateRequest};
 use polyphony_spec::{FlowTrace, Nanos, NetworkConfig};
 use std::path::Path;
@@ -89,6 +90,12 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
         req.scenario.topology = trace.topology.clone();
         req.trace = Some(trace);
     }
+    let outside = if req.model == ModelKind::PktSim {
+        Vec::new()
+    } else {
+        scenario_outside_space(&req.scenario)
+    };
+    crate::warn_outside_space(&format!("scenario {}", req.scenario.name), &outside);
     if let Some(p) = &args.export_trace {
         let trace = scenario_trace(&req, &req.effective_config()).map_err(|e| Failure::Runtime(anyhow!("{e}")))?;
         std::fs::write(p, trace.to_text())
@@ -117,6 +124,7 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
             "flows": report.output.stats.flows, "measured": report.output.stats.measured,
             "unfinished": report.output.stats.unfinished, "wall_seconds": wall,
             "classes": classes,
+            "outside_validated_space": outside.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
         println!("{j}");
     } else {

@@ -617,3 +617,40 @@ fn recommend_names_a_workload_from_another_network() {
         &["flow 1.size", "the models handle flows up to"],
     );
 }
+
+/// `simulate` with a model says where the scenario lies outside the model's validated space:
+/// a warning naming the key and a JSON list; pktsim (the reference) and a scenario inside the
+/// space get neither.
+#[test]
+fn simulate_names_where_a_scenario_lies_outside_the_validated_space() {
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/scenarios");
+    let outside = scenarios.join("reference-medium.toml"); // 100 Mbit/s with 2.5 µs links
+    let inside = scenarios.join("dc-10g-dumbbell.toml");
+    let listed = |sc: &Path, model: &str| {
+        let (code, out, err) = run(&[
+            "simulate",
+            "--scenario",
+            sc.to_str().unwrap(),
+            "--model",
+            model,
+            "--duration",
+            "0.05",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (v["outside_validated_space"].as_array().unwrap().len(), err)
+    };
+    let (n, err) = listed(&outside, "flowsim-corrected");
+    assert_eq!(n, 1, "{err}");
+    assert!(
+        err.contains("outside the space the model was validated on") && err.contains("2.5 µs"),
+        "{err}"
+    );
+    let (n, err) = listed(&outside, "pktsim");
+    assert_eq!(n, 0);
+    assert!(!err.contains("validated on"), "{err}");
+    let (n, err) = listed(&inside, "flowsim-corrected");
+    assert_eq!(n, 0);
+    assert!(!err.contains("validated on"), "{err}");
+}
