@@ -227,10 +227,12 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         None => config_window(&loaded, window).map_err(Failure::Runtime)?,
     };
     let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
-    crate::warn_outside_space(
-        "the configured network",
-        &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
-    );
+    if c.model.kind != polyphony_model::ModelKind::PktSim {
+        crate::warn_outside_space(
+            "the configured network",
+            &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
+        );
+    }
     if let Some(p) = &args.workload {
         // A trace from another network: say so here, naming the file, not inside the model.
         let topo = &context.topology;

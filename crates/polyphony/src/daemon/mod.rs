@@ -231,10 +231,12 @@ async fn run(
         Err(e) => return Err(e),
     };
     let context = ModelContext::new(&c.topology, c.dscps())?;
-    crate::warn_outside_space(
-        "the configured network",
-        &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
-    );
+    if c.model.kind != polyphony_model::ModelKind::PktSim {
+        crate::warn_outside_space(
+            "the configured network",
+            &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
+        );
+    }
     let mut metrics = Metrics::new();
     if let Some(feed) = sources.feed() {
         metrics.register_workfeed(feed.metrics(), feed.restarts());
