@@ -87,10 +87,6 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
         }
         scenario.interval_s = m;
     }
-    crate::warn_outside_space(
-        &format!("scenario {}", scenario.name),
-        &polyphony_model::validation::scenario_outside_space(&scenario),
-    );
     // A knob space the controller's model cannot evaluate everywhere would fail every proposal.
     let start = demo_start(&scenario);
     let dscps: Vec<_> = scenario.classes.iter().map(|c| c.dscp).collect();
@@ -101,6 +97,11 @@ pub fn main(args: DemoArgs) -> Result<(), Failure> {
             model.as_str()
         ))
     })?;
+    // After every check of the arguments, so that a usage error stays one line.
+    crate::warn_outside_space(
+        &format!("scenario {}", scenario.name),
+        &polyphony_model::validation::scenario_outside_space(&scenario),
+    );
     run(&scenario, &args).map_err(Failure::Runtime)
 }
 

@@ -227,12 +227,6 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         None => config_window(&loaded, window).map_err(Failure::Runtime)?,
     };
     let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
-    if c.model.kind != polyphony_model::ModelKind::PktSim {
-        crate::warn_outside_space(
-            "the configured network",
-            &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
-        );
-    }
     if let Some(p) = &args.workload {
         // A trace from another network: say so here, naming the file, not inside the model.
         let topo = &context.topology;
@@ -254,6 +248,13 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         // Classes, sizes and start times: what the model would refuse on every candidate.
         polyphony_model::check_workload(topo, &c.dscps(), &workload)
             .map_err(|e| usage("--workload", format!("{}: {e}", p.display())))?;
+    }
+    // After every check of the input, so that a usage error stays one line.
+    if c.model.kind != polyphony_model::ModelKind::PktSim {
+        crate::warn_outside_space(
+            "the configured network",
+            &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
+        );
     }
     let model = WindowModel::new(
         c.model.kind.model().map_err(|e| Failure::Runtime(e.into()))?,

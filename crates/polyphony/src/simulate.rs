@@ -95,7 +95,6 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
     } else {
         scenario_outside_space(&req.scenario)
     };
-    crate::warn_outside_space(&format!("scenario {}", req.scenario.name), &outside);
     if let Some(p) = &args.export_trace {
         let trace = scenario_trace(&req, &req.effective_config()).map_err(|e| Failure::Runtime(anyhow!("{e}")))?;
         std::fs::write(p, trace.to_text())
@@ -104,6 +103,8 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
     let t0 = Instant::now();
     let report = simulate(&req).map_err(|e| Failure::Runtime(anyhow!("{e}")))?;
     let wall = t0.elapsed().as_secs_f64();
+    // After the run, so that a usage error stays one line.
+    crate::warn_outside_space(&format!("scenario {}", req.scenario.name), &outside);
     if args.json {
         let classes: Vec<_> = report
             .scenario
