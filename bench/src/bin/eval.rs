@@ -99,6 +99,26 @@ fn main() {
     }
 }
 
+/// One sentence naming where the studied scenarios lie outside the model's validated space
+/// (empty when none does): there its validation numbers do not describe its error.
+fn outside_space(planned: &[studies::Planned]) -> String {
+    let mut keys: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for p in planned {
+        for o in polyphony_model::validation::scenario_outside_space(&p.scenario) {
+            *keys.entry(o.to_string()).or_default() += 1;
+        }
+    }
+    if keys.is_empty() {
+        return String::new();
+    }
+    let list = keys
+        .iter()
+        .map(|(o, n)| format!("{o}, {n} of {} scenarios", planned.len()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!(" The scenarios lie outside the model's validated space (docs/models.md, validation): {list}.")
+}
+
 /// `git rev-parse HEAD` of the working directory, with `-dirty` when tracked files outside
 /// `docs/` differ from it (what a run executes; `docs/` holds the outputs of earlier studies, so a
 /// chain of studies on one commit names that commit); `unknown` when git is not available.
@@ -257,6 +277,7 @@ starts from the {} configuration (`--start`).",
         provenance += " ";
         provenance += &a.scale.provenance();
     }
+    provenance += &outside_space(&planned);
     let plots = !a.no_plots;
     let scale = a.study == Study::Scale;
     write_outputs(&out, &opts, &results, &command, &provenance, &|i| {
