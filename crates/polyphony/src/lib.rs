@@ -33,6 +33,17 @@ pub(crate) fn warn_outside_space(what: &str, outside: &[polyphony_model::validat
     );
 }
 
+/// [`warn_outside_space`] for a daemon configuration's network (its topology and classes), unless
+/// its model is pktsim itself, the reference the space was drawn for.
+pub(crate) fn warn_network_outside_space(c: &config::DaemonConfig) {
+    if c.model.kind != polyphony_model::ModelKind::PktSim {
+        warn_outside_space(
+            "the configured network",
+            &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
+        );
+    }
+}
+
 /// How the process ends: user errors (bad flags, bad config) exit 2, everything else 1.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {

@@ -250,12 +250,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
             .map_err(|e| usage("--workload", format!("{}: {e}", p.display())))?;
     }
     // After every check of the input, so that a usage error stays one line.
-    if c.model.kind != polyphony_model::ModelKind::PktSim {
-        crate::warn_outside_space(
-            "the configured network",
-            &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
-        );
-    }
+    crate::warn_network_outside_space(c);
     let model = WindowModel::new(
         c.model.kind.model().map_err(|e| Failure::Runtime(e.into()))?,
         context,

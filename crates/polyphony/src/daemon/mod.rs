@@ -231,12 +231,7 @@ async fn run(
         Err(e) => return Err(e),
     };
     let context = ModelContext::new(&c.topology, c.dscps())?;
-    if c.model.kind != polyphony_model::ModelKind::PktSim {
-        crate::warn_outside_space(
-            "the configured network",
-            &polyphony_model::validation::network_outside_space(&c.topology, c.dscps().len()),
-        );
-    }
+    crate::warn_network_outside_space(c);
     let mut metrics = Metrics::new();
     if let Some(feed) = sources.feed() {
         metrics.register_workfeed(feed.metrics(), feed.restarts());
