@@ -17,8 +17,16 @@
 //! that class's time-averaged queue is longest: time average and maximum (bytes; cached as
 //! `ports-<seed>.json`); what the flow's first data segment met at the first switch port: its
 //! class's queue ahead of it (bytes) and its wait there (ns), and its SYN's wait there (ns; −1:
-//! never got there; cached as `first-<seed>.json`). `--stride 2` from an even `--first` takes the dumbbell cases only.
+//! never got there; cached as `first-<seed>.json`); then the round-level replay's
+//! (`common/replay.rs`): its class queue ahead of the flow's first data round and of its SYN at
+//! the first switch port (bytes), the waits it charged the flow in all (ns), its FCT and the
+//! same flow's FCT replayed alone (ns) — `tools/flow-tails/burstq.py FILE [dumbbell|leaf-spine]`
+//! compares them with pktsim's. `--stride 2` from an even `--first` takes the dumbbell cases
+//! only, from an odd one the leaf-spines. `--timing` prints pktsim's, flowsim's and the replay's
+//! CPU time per case instead.
 mod common;
+
+use common::replay as burstq;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -47,6 +55,10 @@ struct Args {
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Instead of the CSV: per case, the CPU time of pktsim, of flowsim and of the round-level
+    /// replay (with each flow's replay alone) on the first configuration, and their medians.
+    #[arg(long)]
+    timing: bool,
     /// pktsim's per-flow outcomes are read from / written to this directory.
     #[arg(long)]
     cache: std::path::PathBuf,
@@ -58,6 +70,9 @@ struct Args {
 fn main() -> Result<()> {
     let a = Args::parse();
     let idx: Vec<u64> = (a.first..a.first + a.cases).step_by(a.stride.max(1) as usize).collect();
+    if a.timing {
+        return timing(&idx, a.configs);
+    }
     let rows = common::par_map(&idx, a.threads, |&i| -> Result<String> {
         let c = case(SeedSet::Development, i, a.configs)?;
         let mut input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
@@ -119,6 +134,8 @@ fn main() -> Result<()> {
             ..all
         })?;
         let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
+        // The round-level replay (dumbbells only), and each flow replayed alone.
+        let charges = burstq::replay_input(&input, cfg, true)?;
         let mut s = String::new();
         for p in &pf {
             let f = input
@@ -132,8 +149,18 @@ fn main() -> Result<()> {
             let ideal = topo.ideal(f.src, f.dst);
             let w = first.get(p.id.0 as usize).copied().unwrap_or_default();
             let seen = |x: Option<u64>| x.map_or(-1, |x| x as i64);
+            let (bw, idle) = charges.as_ref().map_or(
+                (
+                    burstq::Charge {
+                        fct: -1.0,
+                        ..Default::default()
+                    },
+                    -1.0,
+                ),
+                |(w, idle)| (w[p.id.0 as usize], idle[p.id.0 as usize]),
+            );
             s += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0},{},{},{},{},{:.0},{:.0},{:.0},{:.0},{:.0}\n",
                 i,
                 c.regime,
                 ci,
@@ -157,6 +184,11 @@ fn main() -> Result<()> {
                 seen(w.queue_ahead.map(|b| b.0)),
                 seen(w.wait.map(|t| t.0)),
                 seen(w.syn_wait.map(|t| t.0)),
+                bw.first,
+                bw.syn,
+                bw.wait,
+                bw.fct,
+                idle,
             );
         }
         Ok(s)
@@ -164,10 +196,54 @@ fn main() -> Result<()> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(&a.out)?);
     writeln!(
         w,
-        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer,fs_noq,fs_ps,q_avg,q_max,q_first,w_first,w_syn"
+        "case,regime,class,weight,k,initcwnd,src,dst,start,size,ideal,pkt,fs,rtt,rate,buffer,fs_noq,fs_ps,q_avg,q_max,q_first,w_first,w_syn,bq_first,bq_syn,bq_wait,bq_fct,bq_idle"
     )?;
     for r in rows {
         w.write_all(r.as_bytes())?;
     }
+    Ok(())
+}
+
+/// `--timing`: CPU seconds of pktsim, flowsim and the replay per case, one thread.
+fn timing(idx: &[u64], configs: usize) -> Result<()> {
+    let mut t = [Vec::new(), Vec::new(), Vec::new()];
+    for &i in idx {
+        let c = case(SeedSet::Development, i, configs)?;
+        let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
+        let cfg = &c.configs[0];
+        let t0 = common::thread_cpu();
+        PktSim::default().run(&input, cfg)?;
+        let t1 = common::thread_cpu();
+        FlowSim::default().run(&input, cfg)?;
+        let t2 = common::thread_cpu();
+        let r = burstq::replay_input(&input, cfg, true)?;
+        let t3 = common::thread_cpu();
+        let rounds = r.map_or([0, 0], |(c, _)| {
+            c.iter().fold([0, 0], |a, x| [a[0] + x.rounds[0], a[1] + x.rounds[1]])
+        });
+        for (v, x) in t.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
+            v.push(x);
+        }
+        println!(
+            "case {i}: pktsim {:.4} s, flowsim {:.5} s, replay {:.5} s, {} flows, rounds in slow start {} and after {}",
+            t1 - t0,
+            t2 - t1,
+            t3 - t2,
+            input.workload.flows.len(),
+            rounds[0],
+            rounds[1]
+        );
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let (p, f, r) = (med(&mut t[0]), med(&mut t[1]), med(&mut t[2]));
+    println!(
+        "median over {} cases: pktsim {p:.4} s, flowsim {f:.5} s ({:.0}x), replay {r:.5} s ({:.0}x)",
+        t[0].len(),
+        p / f,
+        p / r
+    );
     Ok(())
 }

@@ -70,6 +70,19 @@ struct Args {
     /// the tail's spread in time, p99 of flows within and beyond one BDP.
     #[arg(long)]
     extra: bool,
+    /// Append experimental features from the round-level replay of a dumbbell's bottleneck
+    /// (`common/replay.rs`; cross-validation only): per class ln(replay p99 / flowsim p99) and
+    /// ln(replay p99); zeros off dumbbells.
+    #[arg(long)]
+    replay: bool,
+    /// With `--replay`: compute the replay and its flowsim reference at the case's first
+    /// configuration only and give every configuration of the case those features (what one
+    /// replay per measurement window, shared by a batch of candidates, would provide).
+    #[arg(long)]
+    replay_first: bool,
+    /// With `--replay`: rounds one base RTT apart whatever they found (no ACK clocking).
+    #[arg(long)]
+    replay_fixed_rounds: bool,
     /// Diagnose the first N cases instead of training: per class, pktsim's and flowsim's tail
     /// flows (slowdown ≥ their p99) compared flow by flow (pktsim rerun with per-flow output,
     /// first configuration of each case).
@@ -170,7 +183,14 @@ fn masked(f: &[f32], without: &[usize]) -> Vec<f32> {
     g
 }
 
-fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: bool, windows: u64) -> Result<CaseData> {
+fn case_data(
+    c: &Case,
+    cache: Option<&std::path::Path>,
+    target: Target,
+    extra: bool,
+    replay: (bool, bool, bool),
+    windows: u64,
+) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let pkt = common::pktcache::median_over(c, 0..windows.max(1), "dev", cache)?;
     let flowsim = FlowSim::default();
@@ -185,6 +205,25 @@ fn case_data(c: &Case, cache: Option<&std::path::Path>, target: Target, extra: b
             let flows = out.flows.context("flowsim kept no flows")?;
             for (ci, f) in &mut fs {
                 f.extend(tail_features(&input, &flows, input.classes[*ci], f));
+            }
+        }
+        if replay.0 {
+            let at = &c.configs[if replay.1 { 0 } else { k }];
+            let mut kept = input.clone();
+            kept.keep_flows = true;
+            let out = flowsim.run(&kept, at)?;
+            let flows = out.flows.as_ref().context("flowsim kept no flows")?;
+            let p99 = common::replay::class_p99(&input, at, flows, !replay.2)?;
+            for (ci, f) in &mut fs {
+                let x = match &p99 {
+                    Some(v) if v[*ci].is_finite() => {
+                        let d = input.classes[*ci];
+                        let fsp = out.sli.classes.iter().find(|s| s.dscp == d).map_or(f64::NAN, |s| s.p99);
+                        [(v[*ci] / fsp).ln(), v[*ci].ln()]
+                    }
+                    _ => [0.0, 0.0],
+                };
+                f.extend(x.map(|x| if x.is_finite() { x as f32 } else { 0.0 }));
             }
         }
         rows.push((po, fo, fs));
@@ -598,7 +637,14 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let data = common::par_map(&cases, a.threads, |c| {
-        case_data(c, a.pktsim_cache.as_deref(), target, a.extra, a.target_windows)
+        case_data(
+            c,
+            a.pktsim_cache.as_deref(),
+            target,
+            a.extra,
+            (a.replay, a.replay_first, a.replay_fixed_rounds),
+            a.target_windows,
+        )
     })?;
     if let Some(path) = &a.dump {
         dump(path, a.first, &data)?;
@@ -609,7 +655,7 @@ fn main() -> Result<()> {
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if target != Target::Ratio || a.extra || !without.is_empty() {
+    if target != Target::Ratio || a.extra || a.replay || !without.is_empty() {
         bail!("--excess, --direct, --extra and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data

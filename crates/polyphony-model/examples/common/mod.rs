@@ -1,10 +1,12 @@
 //! Helpers shared by the examples: the paper's objective J, random configurations from the
 //! default knob space, rank statistics, the workload sample from the command line
-//! (`sample.rs`) and the correction examples' forest fit (`forest.rs`).
+//! (`sample.rs`), the correction examples' forest fit (`forest.rs`) and a round-level replay of a
+//! dumbbell's bottleneck (`replay.rs`).
 #![allow(dead_code)]
 
 pub mod forest;
 pub mod pktcache;
+pub mod replay;
 pub mod sample;
 
 #[allow(unused_imports)] // each example uses some of them
