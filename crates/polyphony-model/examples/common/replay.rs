@@ -73,28 +73,6 @@ enum Ev {
 /// Most classes a replay serves.
 pub const MAX_CLASSES: usize = 8;
 
-/// Variants of the replay.
-#[derive(Debug, Clone, Copy)]
-pub struct Opts {
-    /// A round starts one base RTT plus the waits the last one found after the last one's
-    /// start; without, one base RTT after it whatever it found (the rounds' times then depend
-    /// on the windows alone).
-    pub ack_clock: bool,
-    /// Process the events in the order of their times less the flow's accumulated waits (the
-    /// order the rounds would have without ACK clocking, which a batch's configurations could
-    /// share), each at its own time; a port then sees some arrivals late.
-    pub nominal_order: bool,
-}
-
-impl Default for Opts {
-    fn default() -> Opts {
-        Opts {
-            ack_clock: true,
-            nominal_order: false,
-        }
-    }
-}
-
 /// Fluid GPS state of one switch port.
 struct Port {
     rate: f64,
@@ -193,11 +171,10 @@ struct St {
 
 /// Replays `flows` at switch ports of rates `port_bps` (bytes/ns), classes weighted `weight`.
 ///
-/// See [`Opts`] for the variants.
-pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], opts: Opts) -> Vec<Charge> {
-    let clock = if opts.ack_clock { 1.0 } else { 0.0 };
-    // Each flow's delay so far from the waits it found (what ACK clocking added to its times).
-    let mut lag = vec![0.0f64; flows.len()];
+/// With `ack_clock` false a round follows the last one's start by one base RTT whatever it found
+/// on the way (the rounds' times then depend on the windows alone).
+pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool) -> Vec<Charge> {
+    let clock = if ack_clock { 1.0 } else { 0.0 };
     let wire = (MSS + HEADER_BYTES) as f64;
     let t0 = flows.iter().map(|f| f.start).fold(f64::INFINITY, f64::min).max(0.0);
     let n = weight.len().min(MAX_CLASSES);
@@ -231,11 +208,9 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], opts: Opts) -> V
     let mut busy = vec![f64::NEG_INFINITY; flows.iter().map(|f| f.src as usize + 1).max().unwrap_or(0)];
     let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
     let mut evs: Vec<(f64, Ev)> = Vec::new();
-    let nominal = if opts.nominal_order { 1.0 } else { 0.0 };
-    let push = |heap: &mut BinaryHeap<Reverse<(u64, u64)>>, evs: &mut Vec<(f64, Ev)>, t: f64, lag: f64, e: Ev| {
+    let push = |heap: &mut BinaryHeap<Reverse<(u64, u64)>>, evs: &mut Vec<(f64, Ev)>, t: f64, e: Ev| {
         // Times are non-negative; their bit patterns order like the values.
-        let key = (t - nominal * lag).max(0.0);
-        heap.push(Reverse((key.to_bits(), evs.len() as u64)));
+        heap.push(Reverse((t.max(0.0).to_bits(), evs.len() as u64)));
         evs.push((t, e));
     };
     for (i, f) in flows.iter().enumerate() {
@@ -244,7 +219,6 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], opts: Opts) -> V
                 &mut heap,
                 &mut evs,
                 f.start + f.hops[0].1,
-                0.0,
                 Ev::Pulse(i, 0, HEADER_BYTES as f64, 0),
             );
         }
@@ -269,7 +243,6 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], opts: Opts) -> V
                     &mut heap,
                     &mut evs,
                     start + f.hops[0].1,
-                    lag[i],
                     Ev::Pulse(i, 0, n * wire, kind),
                 );
             }
@@ -295,17 +268,10 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], opts: Opts) -> V
                         _ => {}
                     }
                 }
-                push(&mut heap, &mut evs, t + bytes / up, lag[i], Ev::End(pid, c, up));
-                lag[i] += clock * wait;
+                push(&mut heap, &mut evs, t + bytes / up, Ev::End(pid, c, up));
                 if h + 1 < f.n_hops {
                     let next = f.hops[h as usize + 1].1 - off;
-                    push(
-                        &mut heap,
-                        &mut evs,
-                        t + wait + next,
-                        lag[i],
-                        Ev::Pulse(i, h + 1, bytes, kind),
-                    );
+                    push(&mut heap, &mut evs, t + wait + next, Ev::Pulse(i, h + 1, bytes, kind));
                     continue;
                 }
                 if kind == 0 {
@@ -314,7 +280,6 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], opts: Opts) -> V
                         &mut heap,
                         &mut evs,
                         f.start + f.rtt + clock * s.round_wait,
-                        lag[i],
                         Ev::Round(i),
                     );
                     continue;
@@ -339,7 +304,6 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], opts: Opts) -> V
                     &mut heap,
                     &mut evs,
                     s.round_start + f.rtt + clock * s.round_wait,
-                    lag[i],
                     Ev::Round(i),
                 );
             }
@@ -376,7 +340,11 @@ pub fn alone(f: &Flow, port_bpn: &[f64]) -> f64 {
 
 /// The replay of `input` under `cfg` (workload order) and each flow replayed alone (`None`
 /// for an empty workload).
-pub fn replay_input(input: &ModelInput, cfg: &NetworkConfig, opts: Opts) -> Result<Option<(Vec<Charge>, Vec<f64>)>> {
+pub fn replay_input(
+    input: &ModelInput,
+    cfg: &NetworkConfig,
+    ack_clock: bool,
+) -> Result<Option<(Vec<Charge>, Vec<f64>)>> {
     let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
     if input.workload.flows.is_empty() {
         return Ok(None);
@@ -432,7 +400,7 @@ pub fn replay_input(input: &ModelInput, cfg: &NetworkConfig, opts: Opts) -> Resu
         .map(|&d| cfg.class(d).map_or(1.0, |c| c.weight))
         .collect();
     let idle: Vec<f64> = flows.iter().map(|f| alone(f, &port_bpn)).collect();
-    Ok(Some((replay(&flows, &port_bpn, &weights, opts), idle)))
+    Ok(Some((replay(&flows, &port_bpn, &weights, ack_clock), idle)))
 }
 
 /// Per class of `input` (its order), the p99 slowdown of the replay over the `measured` flows
@@ -442,9 +410,9 @@ pub fn class_p99(
     input: &ModelInput,
     cfg: &NetworkConfig,
     measured: &[FlowOutcome],
-    opts: Opts,
+    ack_clock: bool,
 ) -> Result<Option<Vec<f64>>> {
-    let Some((all, idle)) = replay_input(input, cfg, opts)? else {
+    let Some((all, idle)) = replay_input(input, cfg, ack_clock)? else {
         return Ok(None);
     };
     Ok(Some(
