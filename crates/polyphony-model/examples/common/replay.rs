@@ -173,7 +173,9 @@ struct St {
 ///
 /// With `ack_clock` false a round follows the last one's start by one base RTT whatever it found
 /// on the way (the rounds' times then depend on the windows alone).
-pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool) -> Vec<Charge> {
+///
+/// With `nic` false a sender's rounds are not serialised at its NIC (each starts when it is due).
+pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool, nic: bool) -> Vec<Charge> {
     let clock = if ack_clock { 1.0 } else { 0.0 };
     let wire = (MSS + HEADER_BYTES) as f64;
     let t0 = flows.iter().map(|f| f.start).fold(f64::INFINITY, f64::min).max(0.0);
@@ -232,7 +234,7 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool)
                 let n = s.w.floor().max(1.0).min(s.segs - s.sent);
                 s.sent += n;
                 let b = &mut busy[f.src as usize];
-                let start = t.max(*b);
+                let start = if nic { t.max(*b) } else { t };
                 *b = start + n * wire / f.nic;
                 s.round_start = start;
                 s.round_wait = 0.0;
@@ -344,6 +346,7 @@ pub fn replay_input(
     input: &ModelInput,
     cfg: &NetworkConfig,
     ack_clock: bool,
+    nic: bool,
 ) -> Result<Option<(Vec<Charge>, Vec<f64>)>> {
     let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
     if input.workload.flows.is_empty() {
@@ -400,7 +403,7 @@ pub fn replay_input(
         .map(|&d| cfg.class(d).map_or(1.0, |c| c.weight))
         .collect();
     let idle: Vec<f64> = flows.iter().map(|f| alone(f, &port_bpn)).collect();
-    Ok(Some((replay(&flows, &port_bpn, &weights, ack_clock), idle)))
+    Ok(Some((replay(&flows, &port_bpn, &weights, ack_clock, nic), idle)))
 }
 
 /// Per class of `input` (its order), the p99 slowdown of the replay over the `measured` flows
@@ -411,8 +414,9 @@ pub fn class_p99(
     cfg: &NetworkConfig,
     measured: &[FlowOutcome],
     ack_clock: bool,
+    nic: bool,
 ) -> Result<Option<Vec<f64>>> {
-    let Some((all, idle)) = replay_input(input, cfg, ack_clock)? else {
+    let Some((all, idle)) = replay_input(input, cfg, ack_clock, nic)? else {
         return Ok(None);
     };
     Ok(Some(
