@@ -135,7 +135,7 @@ fn main() -> Result<()> {
         })?;
         let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
         // The round-level replay (dumbbells only), and each flow replayed alone.
-        let charges = burstq::replay_input(&input, cfg, true, true)?;
+        let charges = burstq::replay_input(&input, cfg, true)?;
         let mut s = String::new();
         for p in &pf {
             let f = input
@@ -216,7 +216,7 @@ fn timing(idx: &[u64], configs: usize) -> Result<()> {
         let t1 = common::thread_cpu();
         FlowSim::default().run(&input, cfg)?;
         let t2 = common::thread_cpu();
-        let r = burstq::replay_input(&input, cfg, true, true)?;
+        let r = burstq::replay_input(&input, cfg, true)?;
         let t3 = common::thread_cpu();
         let rounds = r.map_or([0, 0], |(c, _)| {
             c.iter().fold([0, 0], |a, x| [a[0] + x.rounds[0], a[1] + x.rounds[1]])

@@ -83,9 +83,6 @@ struct Args {
     /// With `--replay`: rounds one base RTT apart whatever they found (no ACK clocking).
     #[arg(long)]
     replay_fixed_rounds: bool,
-    /// With `--replay`: no NIC serialisation of a sender's rounds.
-    #[arg(long)]
-    replay_no_nic: bool,
     /// Diagnose the first N cases instead of training: per class, pktsim's and flowsim's tail
     /// flows (slowdown ≥ their p99) compared flow by flow (pktsim rerun with per-flow output,
     /// first configuration of each case).
@@ -191,7 +188,7 @@ fn case_data(
     cache: Option<&std::path::Path>,
     target: Target,
     extra: bool,
-    replay: (bool, bool, bool, bool),
+    replay: (bool, bool, bool),
     windows: u64,
 ) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
@@ -216,7 +213,7 @@ fn case_data(
             kept.keep_flows = true;
             let out = flowsim.run(&kept, at)?;
             let flows = out.flows.as_ref().context("flowsim kept no flows")?;
-            let p99 = common::replay::class_p99(&input, at, flows, !replay.2, !replay.3)?;
+            let p99 = common::replay::class_p99(&input, at, flows, !replay.2)?;
             for (ci, f) in &mut fs {
                 let x = match &p99 {
                     Some(v) if v[*ci].is_finite() => {
@@ -645,7 +642,7 @@ fn main() -> Result<()> {
             a.pktsim_cache.as_deref(),
             target,
             a.extra,
-            (a.replay, a.replay_first, a.replay_fixed_rounds, a.replay_no_nic),
+            (a.replay, a.replay_first, a.replay_fixed_rounds),
             a.target_windows,
         )
     })?;

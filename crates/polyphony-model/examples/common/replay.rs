@@ -6,7 +6,8 @@
 //! start (ACK clocking). The window starts at initcwnd and doubles per round until a round finds
 //! a class queue above K; then DCTCP: α ← (1 − g)·α + g·F per round (F = 1 if the round found a
 //! queue above K, g = 1/16, α starts at 1), a marked round cuts the window by α/2, an unmarked
-//! one adds a segment. Each sender's NIC serialises its rounds (FIFO at the host rate). A round
+//! one adds a segment. A sender's NIC does not serialise its rounds (with it the dev CV of
+//! `docs/results/model-validation/replay.md` is no better and the uncorrected p99 worse). A round
 //! reaches each switch port of its path as a pulse at the rate of the link feeding that port,
 //! after the propagation and store-and-forward of the links before it plus the waits it found
 //! upstream. Every port serves its class queues as fluid GPS by weight (work-conserving); a
@@ -36,8 +37,6 @@ pub struct Flow {
     pub init_cwnd: u32,
     /// ECN threshold (bytes).
     pub k: f64,
-    /// The sender's NIC rate (bytes/ns).
-    pub nic: f64,
     /// The switch ports of the path: (port, offset of the first byte's arrival after it leaves
     /// the NIC with no queue on the way (ns), rate of the link feeding the port (bytes/ns)).
     pub hops: [(u32, f64, f64); 3],
@@ -174,8 +173,7 @@ struct St {
 /// With `ack_clock` false a round follows the last one's start by one base RTT whatever it found
 /// on the way (the rounds' times then depend on the windows alone).
 ///
-/// With `nic` false a sender's rounds are not serialised at its NIC (each starts when it is due).
-pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool, nic: bool) -> Vec<Charge> {
+pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool) -> Vec<Charge> {
     let clock = if ack_clock { 1.0 } else { 0.0 };
     let wire = (MSS + HEADER_BYTES) as f64;
     let t0 = flows.iter().map(|f| f.start).fold(f64::INFINITY, f64::min).max(0.0);
@@ -207,7 +205,6 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool,
         })
         .collect();
     let mut out = vec![Charge::default(); flows.len()];
-    let mut busy = vec![f64::NEG_INFINITY; flows.iter().map(|f| f.src as usize + 1).max().unwrap_or(0)];
     let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
     let mut evs: Vec<(f64, Ev)> = Vec::new();
     let push = |heap: &mut BinaryHeap<Reverse<(u64, u64)>>, evs: &mut Vec<(f64, Ev)>, t: f64, e: Ev| {
@@ -233,9 +230,7 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool,
                 let s = &mut st[i];
                 let n = s.w.floor().max(1.0).min(s.segs - s.sent);
                 s.sent += n;
-                let b = &mut busy[f.src as usize];
-                let start = if nic { t.max(*b) } else { t };
-                *b = start + n * wire / f.nic;
+                let start = t;
                 s.round_start = start;
                 s.round_wait = 0.0;
                 s.marked = false;
@@ -320,23 +315,21 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool,
 }
 
 /// What [`replay`] gives `f` with no other flow: no queue anywhere, so no mark, slow start
-/// throughout, rounds one RTT apart unless the NIC is still sending the last one.
+/// throughout, rounds one RTT apart.
 pub fn alone(f: &Flow, port_bpn: &[f64]) -> f64 {
     let wire = (MSS + HEADER_BYTES) as f64;
     let segs = f.size.div_ceil(MSS).max(1) as f64;
     let (pid, off, up) = f.hops[f.n_hops.max(1) as usize - 1];
     let last = up.min(port_bpn.get(pid as usize).copied().unwrap_or(up));
-    let (mut w, mut sent, mut t, mut busy) = (f.init_cwnd.max(1) as f64, 0.0, f.start + f.rtt, f64::NEG_INFINITY);
+    let (mut w, mut sent, mut t) = (f.init_cwnd.max(1) as f64, 0.0, f.start + f.rtt);
     loop {
         let n = w.floor().max(1.0).min(segs - sent);
         sent += n;
-        let start = t.max(busy);
-        busy = start + n * wire / f.nic;
         if sent >= segs {
-            return start + off + n * wire / last - f.start;
+            return t + off + n * wire / last - f.start;
         }
         w *= 2.0;
-        t = start + f.rtt;
+        t += f.rtt;
     }
 }
 
@@ -346,7 +339,6 @@ pub fn replay_input(
     input: &ModelInput,
     cfg: &NetworkConfig,
     ack_clock: bool,
-    nic: bool,
 ) -> Result<Option<(Vec<Charge>, Vec<f64>)>> {
     let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
     if input.workload.flows.is_empty() {
@@ -391,7 +383,6 @@ pub fn replay_input(
                 rtt: topo.base_rtt(f.src, f.dst).0 as f64,
                 init_cwnd: cc.init_cwnd.0,
                 k: cc.ecn_threshold.0 as f64,
-                nic: links[ls[0] as usize].rate.0 as f64 / 8e9,
                 hops,
                 n_hops: n as u8,
             })
@@ -403,7 +394,7 @@ pub fn replay_input(
         .map(|&d| cfg.class(d).map_or(1.0, |c| c.weight))
         .collect();
     let idle: Vec<f64> = flows.iter().map(|f| alone(f, &port_bpn)).collect();
-    Ok(Some((replay(&flows, &port_bpn, &weights, ack_clock, nic), idle)))
+    Ok(Some((replay(&flows, &port_bpn, &weights, ack_clock), idle)))
 }
 
 /// Per class of `input` (its order), the p99 slowdown of the replay over the `measured` flows
@@ -414,9 +405,8 @@ pub fn class_p99(
     cfg: &NetworkConfig,
     measured: &[FlowOutcome],
     ack_clock: bool,
-    nic: bool,
 ) -> Result<Option<Vec<f64>>> {
-    let Some((all, idle)) = replay_input(input, cfg, ack_clock, nic)? else {
+    let Some((all, idle)) = replay_input(input, cfg, ack_clock)? else {
         return Ok(None);
     };
     Ok(Some(
