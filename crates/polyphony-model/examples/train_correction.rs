@@ -12,7 +12,8 @@
 //! `--cv K` first cross-validates K-fold by case on the same development cases and prints the
 //! corrected error and ρ of J by regime: the measurement choices (features via `--without`,
 //! the `--excess` or `--direct` target, a target over several windows of the scenario
-//! (`--target-windows`), the experimental `--extra` features, depth, trees) are made on, so
+//! (`--target-windows`), the experimental `--extra` features and the round-level replay's
+//! class p99 (`--replay`, `common/replay.rs`), depth, trees) are made on, so
 //! that the validation set is run only for a model that is shipped. `--dump FILE`
 //! writes the samples for learners outside this example (`tools/mlp-cv`); `--tails N` compares
 //! pktsim's and flowsim's tail flows instead of training.
