@@ -26,8 +26,6 @@
 //! CPU time per case instead.
 mod common;
 
-use common::replay as burstq;
-
 use anyhow::{Context, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, SeedSet};
@@ -134,8 +132,8 @@ fn main() -> Result<()> {
             ..all
         })?;
         let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
-        // The round-level replay (dumbbells only), and each flow replayed alone.
-        let charges = burstq::replay_input(&input, cfg, true)?;
+        // The round-level replay, and each flow replayed alone.
+        let charges = common::replay::replay_input(&input, cfg, true)?;
         let mut s = String::new();
         for p in &pf {
             let f = input
@@ -151,7 +149,7 @@ fn main() -> Result<()> {
             let seen = |x: Option<u64>| x.map_or(-1, |x| x as i64);
             let (bw, idle) = charges.as_ref().map_or(
                 (
-                    burstq::Charge {
+                    common::replay::Charge {
                         fct: -1.0,
                         ..Default::default()
                     },
@@ -216,7 +214,7 @@ fn timing(idx: &[u64], configs: usize) -> Result<()> {
         let t1 = common::thread_cpu();
         FlowSim::default().run(&input, cfg)?;
         let t2 = common::thread_cpu();
-        let r = burstq::replay_input(&input, cfg, true)?;
+        let r = common::replay::replay_input(&input, cfg, true)?;
         let t3 = common::thread_cpu();
         let rounds = r.map_or([0, 0], |(c, _)| {
             c.iter().fold([0, 0], |a, x| [a[0] + x.rounds[0], a[1] + x.rounds[1]])
@@ -234,10 +232,7 @@ fn timing(idx: &[u64], configs: usize) -> Result<()> {
             rounds[1]
         );
     }
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
+    let med = |v: &mut Vec<f64>| polyphony_spec::median(v).unwrap_or(f64::NAN);
     let (p, f, r) = (med(&mut t[0]), med(&mut t[1]), med(&mut t[2]));
     println!(
         "median over {} cases: pktsim {p:.4} s, flowsim {f:.5} s ({:.0}x), replay {r:.5} s ({:.0}x)",

@@ -71,9 +71,9 @@ struct Args {
     /// the tail's spread in time, p99 of flows within and beyond one BDP.
     #[arg(long)]
     extra: bool,
-    /// Append experimental features from the round-level replay of a dumbbell's bottleneck
+    /// Append experimental features from the round-level replay of the switch ports
     /// (`common/replay.rs`; cross-validation only): per class ln(replay p99 / flowsim p99) and
-    /// ln(replay p99); zeros off dumbbells.
+    /// ln(replay p99) (zeros for a class without measured flows).
     #[arg(long)]
     replay: bool,
     /// With `--replay`: compute the replay and its flowsim reference at the case's first
@@ -657,7 +657,7 @@ fn main() -> Result<()> {
         return Ok(());
     };
     if target != Target::Ratio || a.extra || a.replay || !without.is_empty() {
-        bail!("--excess, --direct, --extra and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
+        bail!("--excess, --direct, --extra, --replay and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data
         .iter()

@@ -1,7 +1,7 @@
 //! Helpers shared by the examples: the paper's objective J, random configurations from the
 //! default knob space, rank statistics, the workload sample from the command line
-//! (`sample.rs`), the correction examples' forest fit (`forest.rs`) and a round-level replay of a
-//! dumbbell's bottleneck (`replay.rs`).
+//! (`sample.rs`), the correction examples' forest fit (`forest.rs`) and a round-level replay of the
+//! switch ports (`replay.rs`).
 #![allow(dead_code)]
 
 pub mod forest;

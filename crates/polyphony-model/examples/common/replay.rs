@@ -53,7 +53,7 @@ pub struct Charge {
     pub syn: f64,
     /// Σ over the SYN and every round of the wait found (ns).
     pub wait: f64,
-    /// Start to the last byte's departure from the bottleneck (ns).
+    /// Start to the last byte's departure from the last switch port (ns).
     pub fct: f64,
     /// Rounds sent in slow start and after it.
     pub rounds: [u32; 2],
@@ -168,11 +168,11 @@ struct St {
     segs: f64,
 }
 
-/// Replays `flows` at switch ports of rates `port_bps` (bytes/ns), classes weighted `weight`.
+/// Replays `flows` at switch ports of rates `port_bpn` (bytes/ns), at most [`MAX_CLASSES`]
+/// classes weighted `weight`.
 ///
 /// With `ack_clock` false a round follows the last one's start by one base RTT whatever it found
 /// on the way (the rounds' times then depend on the windows alone).
-///
 pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool) -> Vec<Charge> {
     let clock = if ack_clock { 1.0 } else { 0.0 };
     let wire = (MSS + HEADER_BYTES) as f64;
@@ -230,18 +230,12 @@ pub fn replay(flows: &[Flow], port_bpn: &[f64], weight: &[f64], ack_clock: bool)
                 let s = &mut st[i];
                 let n = s.w.floor().max(1.0).min(s.segs - s.sent);
                 s.sent += n;
-                let start = t;
-                s.round_start = start;
+                s.round_start = t;
                 s.round_wait = 0.0;
                 s.marked = false;
                 let kind = if s.sent == n { 1 } else { 2 };
                 out[i].rounds[usize::from(!s.slow_start)] += 1;
-                push(
-                    &mut heap,
-                    &mut evs,
-                    start + f.hops[0].1,
-                    Ev::Pulse(i, 0, n * wire, kind),
-                );
+                push(&mut heap, &mut evs, t + f.hops[0].1, Ev::Pulse(i, 0, n * wire, kind));
             }
             Ev::Pulse(i, h, bytes, kind) => {
                 let f = &flows[i];
@@ -334,12 +328,18 @@ pub fn alone(f: &Flow, port_bpn: &[f64]) -> f64 {
 }
 
 /// The replay of `input` under `cfg` (workload order) and each flow replayed alone (`None`
-/// for an empty workload).
+/// for an empty workload). More than [`MAX_CLASSES`] classes is an error.
 pub fn replay_input(
     input: &ModelInput,
     cfg: &NetworkConfig,
     ack_clock: bool,
 ) -> Result<Option<(Vec<Charge>, Vec<f64>)>> {
+    if input.classes.len() > MAX_CLASSES {
+        anyhow::bail!(
+            "the replay serves at most {MAX_CLASSES} classes, the input has {}",
+            input.classes.len()
+        );
+    }
     let topo = input.topology.as_ref().clone().with_ecmp_salt(input.seed);
     if input.workload.flows.is_empty() {
         return Ok(None);
@@ -423,12 +423,8 @@ pub fn class_p99(
                         (ideal + all[i].fct - idle[i]).max(1.0) / ideal
                     })
                     .collect();
-                if v.is_empty() {
-                    return f64::NAN;
-                }
                 v.sort_by(f64::total_cmp);
-                let n = v.len();
-                v[((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1]
+                polyphony_spec::percentile(&v, 0.99).unwrap_or(f64::NAN)
             })
             .collect(),
     ))
