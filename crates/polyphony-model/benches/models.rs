@@ -2,7 +2,8 @@
 //! one that keeps its plan — and on one configuration) and
 //! pktsim packets/s on the reference scenario (12 s of network
 //! time), and both on the 32 × 8 leaf-spine at 60 % load (a short slice of network time per
-//! iteration; `examples/scale.rs` runs the full second and reports wall time).
+//! iteration; `examples/scale.rs` runs the full second and reports wall time); and the learned
+//! correction's forest walk on the feature rows of a batch of 30 on `dc-10g-dumbbell`.
 //!
 //! ```text
 //! cargo bench -p polyphony-model --bench models -- --warm-up-time 1 --measurement-time 3
@@ -112,5 +113,23 @@ fn scale(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, reference, scale);
+fn correction(c: &mut Criterion) {
+    use polyphony_model::correction::{features, Correction};
+    let s = scenario("dc-10g-dumbbell.toml");
+    let input = scenario_input(&s, s.interval(), 1).expect("input");
+    let batch = batch_of(&s, 30);
+    let rows: Vec<_> = features(&aggregate(), &input, &batch)
+        .into_iter()
+        .flat_map(|r| r.expect("flowsim runs").1.into_iter().map(|(_, x)| x))
+        .collect();
+    let forest = Correction::shipped().expect("the committed artifact parses");
+    let mut g = c.benchmark_group("correction-dc-10g-dumbbell");
+    g.throughput(Throughput::Elements(rows.len() as u64));
+    g.bench_function("forest walk, feature rows of a batch of 30 (elements = rows)", |b| {
+        b.iter(|| black_box(forest.ln_factors(&rows)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, reference, scale, correction);
 criterion_main!(benches);

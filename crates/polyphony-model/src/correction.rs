@@ -470,81 +470,147 @@ impl Forest {
     }
 }
 
-/// One node of [`Packed`]: a split on `feature` at `threshold` with absolute child indices, or
-/// a leaf (`feature == LEAF`) whose value is `threshold`.
+/// The deepest tree [`Packed`] walks (splits from root to leaf): a complete tree of this depth
+/// holds 4095 splits and 4096 leaves, 48 KiB.
+pub const MAX_TREE_DEPTH: u32 = 12;
+
+/// The most leaves [`Packed`] holds over all trees once padded (12 bytes each with their split).
+pub const MAX_PACKED_LEAVES: usize = 1 << 22;
+
+/// One split of [`Packed`]: go right when `x[feature] < threshold` does not hold.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Node {
+struct Split {
     feature: u32,
     threshold: f32,
-    left: u32,
-    right: u32,
 }
 
-const LEAF: u32 = u32::MAX;
+/// How many rows walk a tree together: independent walks whose loads overlap in the memory
+/// system, where one walk waits for each node in turn.
+const WALK_ROWS: usize = 8;
 
-/// The forest's trees as one array of 16-byte nodes (a node's fields share a cache line), for
-/// the walk the controller's batches pay; the same comparisons and sums as [`Forest::predict`].
+/// The forest's trees padded to one depth D and stored complete, level by level (node i's
+/// children at 2i + 1 and 2i + 2; no child indices, no leaf test): a walk is D compares and
+/// index steps, and [`WALK_ROWS`] rows walk a tree at once. A leaf above depth D becomes
+/// splits whose subtrees all end in its value, so every walk returns what
+/// [`Forest::predict`]'s does, and the sums run in the same order: the same results, bit for
+/// bit.
 #[derive(Debug, Clone, PartialEq)]
 struct Packed {
-    nodes: Vec<Node>,
-    roots: Vec<u32>,
+    depth: u32,
+    trees: usize,
+    /// Per tree its 2^D − 1 splits.
+    splits: Vec<Split>,
+    /// Per tree its 2^D leaf values.
+    leaves: Vec<f32>,
     base: f32,
     shrinkage: f32,
 }
 
 impl Packed {
-    fn new(f: &Forest) -> Packed {
-        let mut nodes = Vec::new();
-        let mut roots = Vec::with_capacity(f.trees.len());
-        for t in &f.trees {
-            let off = nodes.len() as u32;
-            roots.push(off);
-            for i in 0..t.feature.len() {
-                nodes.push(if t.leaf[i] {
-                    Node {
-                        feature: LEAF,
-                        threshold: t.value[i],
-                        left: 0,
-                        right: 0,
-                    }
-                } else {
-                    Node {
-                        feature: t.feature[i],
-                        threshold: t.threshold[i],
-                        left: off + t.left[i],
-                        right: off + t.right[i],
-                    }
+    /// The packed forest; a tree deeper than [`MAX_TREE_DEPTH`] is a [`ModelError::Artifact`].
+    /// `f`'s trees must have passed [`Tree::check`].
+    fn new(f: &Forest) -> Result<Packed, ModelError> {
+        let mut depth = 0;
+        for (k, t) in f.trees.iter().enumerate() {
+            // Children follow their parent (`Tree::check`), so one backward sweep has each
+            // node's children done before it.
+            let mut d = vec![0u32; t.feature.len()];
+            for i in (0..t.feature.len()).rev() {
+                if !t.leaf[i] {
+                    d[i] = 1 + d[t.left[i] as usize].max(d[t.right[i] as usize]);
+                }
+            }
+            if d[0] > MAX_TREE_DEPTH {
+                return Err(ModelError::Artifact {
+                    what: format!("tree {k}"),
+                    why: format!(
+                        "is {} splits deep; this build walks at most {MAX_TREE_DEPTH}: retrain with a smaller --depth",
+                        d[0]
+                    ),
                 });
             }
+            depth = depth.max(d[0]);
         }
-        Packed {
-            nodes,
-            roots,
+        let padded = f.trees.len().saturating_mul(1 << depth);
+        if padded > MAX_PACKED_LEAVES {
+            return Err(ModelError::Artifact {
+                what: "forest".into(),
+                why: format!(
+                    "{} trees padded to depth {depth} need {padded} leaves; this build holds at most {MAX_PACKED_LEAVES}: retrain with fewer --trees or a smaller --depth",
+                    f.trees.len()
+                ),
+            });
+        }
+        let inner = (1usize << depth) - 1;
+        let mut splits = Vec::with_capacity(inner * f.trees.len());
+        let mut leaves = Vec::with_capacity((inner + 1) * f.trees.len());
+        for t in &f.trees {
+            let mut s = vec![
+                Split {
+                    feature: 0,
+                    threshold: f32::INFINITY
+                };
+                inner
+            ];
+            let mut v = vec![0f32; inner + 1];
+            // (node of `t`, position in the complete tree)
+            let mut stack = vec![(0usize, 0usize)];
+            while let Some((node, pos)) = stack.pop() {
+                if pos >= inner {
+                    v[pos - inner] = t.value[node];
+                } else if t.leaf[node] {
+                    // Padding: both subtrees end in this leaf's value.
+                    stack.push((node, 2 * pos + 1));
+                    stack.push((node, 2 * pos + 2));
+                } else {
+                    s[pos] = Split {
+                        feature: t.feature[node],
+                        threshold: t.threshold[node],
+                    };
+                    stack.push((t.left[node] as usize, 2 * pos + 1));
+                    stack.push((t.right[node] as usize, 2 * pos + 2));
+                }
+            }
+            splits.extend(s);
+            leaves.extend(v);
+        }
+        Ok(Packed {
+            depth,
+            trees: f.trees.len(),
+            splits,
+            leaves,
             base: f.base,
             shrinkage: f.shrinkage,
-        }
-    }
-
-    /// The tree at `root`'s value for `x` (`Tree::check` guarantees the walk ends).
-    fn tree(&self, root: u32, x: &[f32; N_FEATURES]) -> f32 {
-        let mut n = self.nodes[root as usize];
-        while n.feature != LEAF {
-            let i = if x[n.feature as usize] < n.threshold {
-                n.left
-            } else {
-                n.right
-            };
-            n = self.nodes[i as usize];
-        }
-        n.threshold
+        })
     }
 
     /// [`Forest::predict_many`], bit for bit.
     fn predict_many(&self, xs: &[[f32; N_FEATURES]]) -> Vec<f32> {
+        let inner = (1usize << self.depth) - 1;
         let mut acc = vec![0f32; xs.len()];
-        for &r in &self.roots {
-            for (a, x) in acc.iter_mut().zip(xs) {
-                *a += self.tree(r, x);
+        for t in 0..self.trees {
+            let splits = &self.splits[t * inner..(t + 1) * inner];
+            let leaves = &self.leaves[t * (inner + 1)..(t + 1) * (inner + 1)];
+            for (acc, xs) in acc.chunks_mut(WALK_ROWS).zip(xs.chunks(WALK_ROWS)) {
+                // A short last group walks its last row again in the unused slots, so every
+                // group is WALK_ROWS fixed walks (unrolled); those extra sums are not kept.
+                let rows: [&[f32; N_FEATURES]; WALK_ROWS] = std::array::from_fn(|r| &xs[r.min(xs.len() - 1)]);
+                let mut at = [0usize; WALK_ROWS];
+                for _ in 0..self.depth {
+                    for r in 0..WALK_ROWS {
+                        let s = splits[at[r]];
+                        // Right unless x < threshold, as in `Tree::predict` (NaN goes right).
+                        at[r] = 2 * at[r]
+                            + if rows[r][s.feature as usize] < s.threshold {
+                                1
+                            } else {
+                                2
+                            };
+                    }
+                }
+                for (a, i) in acc.iter_mut().zip(at) {
+                    *a += leaves[i - inner];
+                }
             }
         }
         acc.into_iter().map(|a| self.base + self.shrinkage * a).collect()
@@ -648,7 +714,7 @@ impl Correction {
         for (k, t) in forest.trees.iter().enumerate() {
             t.check(k)?;
         }
-        let packed = Packed::new(&forest);
+        let packed = Packed::new(&forest)?;
         Ok(Correction { header, forest, packed })
     }
 
@@ -803,6 +869,82 @@ mod tests {
         let want: Vec<f32> = xs.iter().map(|x| c.forest.predict(x)).collect();
         assert_eq!(c.packed.predict_many(&xs), want);
         assert_eq!(c.forest.predict_many(&xs), want);
+    }
+
+    #[test]
+    fn packed_walk_pads_shallow_leaves_and_refuses_too_deep_trees() {
+        // Tree 0: a leaf at depth 1 beside a split reaching depth 3; tree 1: a lone leaf; tree 2:
+        // a DAG (both children of the root are the same subtree).
+        let uneven = Tree {
+            feature: vec![2, 0, 5, 1, 0, 0, 0],
+            threshold: vec![0.5, 0.0, -1.0, 0.25, 0.0, 0.0, 0.0],
+            left: vec![1, 0, 3, 4, 0, 0, 0],
+            right: vec![2, 0, 6, 5, 0, 0, 0],
+            leaf: vec![false, true, false, false, true, true, true],
+            value: vec![0.0, 1.0, 0.0, 0.0, 2.0, 3.0, 4.0],
+        };
+        let dag = Tree {
+            feature: vec![7, 9, 0, 0],
+            threshold: vec![0.0, 1.0, 0.0, 0.0],
+            left: vec![1, 2, 0, 0],
+            right: vec![1, 3, 0, 0],
+            leaf: vec![false, false, true, true],
+            value: vec![0.0, 0.0, -1.5, 0.75],
+        };
+        let forest = Forest {
+            base: 0.1,
+            shrinkage: 0.5,
+            trees: vec![uneven, leaf_tree(-0.5), dag],
+        };
+        let c = Correction::new(vec![], forest.clone()).expect("a valid forest");
+        assert_eq!(c.packed.depth, 3);
+        // 13 rows: one full group of WALK_ROWS and a partial one; values on both sides of every
+        // threshold, and NaN (which, as in `Tree::predict`, goes right).
+        let xs: Vec<[f32; N_FEATURES]> = (0..13)
+            .map(|k| {
+                std::array::from_fn(|i| match (k + i) % 5 {
+                    0 => f32::NAN,
+                    r => r as f32 / 2.0 - 1.25,
+                })
+            })
+            .collect();
+        let want: Vec<f32> = xs.iter().map(|x| forest.predict(x)).collect();
+        assert_eq!(c.packed.predict_many(&xs), want);
+        assert!(c.packed.predict_many(&[]).is_empty());
+
+        // A chain of `n` splits: node i < n splits to i + 1 (left) and the leaf n + 1 (right).
+        let chain = |n: usize| Tree {
+            feature: vec![0; n + 2],
+            threshold: vec![0.0; n + 2],
+            left: (0..n + 2).map(|i| if i < n { i as u32 + 1 } else { 0 }).collect(),
+            right: (0..n + 2).map(|i| if i < n { n as u32 + 1 } else { 0 }).collect(),
+            leaf: (0..n + 2).map(|i| i >= n).collect(),
+            value: vec![0.0; n + 2],
+        };
+        let forest = |trees: Vec<Tree>| Forest {
+            base: 0.0,
+            shrinkage: 1.0,
+            trees,
+        };
+        // One split too deep is refused, naming the tree and the depth.
+        let e = Correction::new(vec![], forest(vec![leaf_tree(0.0), chain(MAX_TREE_DEPTH as usize + 1)]))
+            .expect_err("too deep");
+        assert!(
+            e.to_string().contains("tree 1") && e.to_string().contains("13 splits deep"),
+            "{e}"
+        );
+        // Trees of the deepest allowed depth, one more than the padded layout holds.
+        let many = MAX_PACKED_LEAVES / (1 << MAX_TREE_DEPTH) + 1;
+        let e =
+            Correction::new(vec![], forest(vec![chain(MAX_TREE_DEPTH as usize); many])).expect_err("too many leaves");
+        assert!(
+            e.to_string().contains(&format!("{many} trees padded to depth 12")),
+            "{e}"
+        );
+        // The deepest allowed chain walks as its tree does.
+        let ok = Correction::new(vec![], forest(vec![chain(MAX_TREE_DEPTH as usize)])).expect("deep but allowed");
+        let x = [0.0; N_FEATURES];
+        assert_eq!(ok.packed.predict_many(&[x]), vec![ok.forest.predict(&x)]);
     }
 
     #[test]
