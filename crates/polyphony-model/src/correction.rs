@@ -497,7 +497,6 @@ const WALK_ROWS: usize = 8;
 #[derive(Debug, Clone, PartialEq)]
 struct Packed {
     depth: u32,
-    trees: usize,
     /// Per tree its 2^D − 1 splits.
     splits: Vec<Split>,
     /// Per tree its 2^D leaf values.
@@ -576,7 +575,6 @@ impl Packed {
         }
         Ok(Packed {
             depth,
-            trees: f.trees.len(),
             splits,
             leaves,
             base: f.base,
@@ -588,9 +586,9 @@ impl Packed {
     fn predict_many(&self, xs: &[[f32; N_FEATURES]]) -> Vec<f32> {
         let inner = (1usize << self.depth) - 1;
         let mut acc = vec![0f32; xs.len()];
-        for t in 0..self.trees {
+        // Every tree has 2^D leaves (even at depth 0, where it has no splits).
+        for (t, leaves) in self.leaves.chunks_exact(inner + 1).enumerate() {
             let splits = &self.splits[t * inner..(t + 1) * inner];
-            let leaves = &self.leaves[t * (inner + 1)..(t + 1) * (inner + 1)];
             for (acc, xs) in acc.chunks_mut(WALK_ROWS).zip(xs.chunks(WALK_ROWS)) {
                 // A short last group walks its last row again in the unused slots, so every
                 // group is WALK_ROWS fixed walks (unrolled); those extra sums are not kept.
