@@ -4,18 +4,19 @@
 #   scripts/studies.sh convergence-10g scale ...
 #
 # Every study runs the core's default parameters and the default model at the checked-out
-# commit; each summary.md records the commit and the model's correction blob. Studies:
-#   convergence-10g  Table 2 at 10 Gbit/s: low/medium/high, seeds 0-4 (TUNERS, default all)
+# commit; each summary.md records the commit and the model's correction blob. Studies, with their
+# wall time on the two-core development machine (2026-12-01, pktsim studies two jobs at a time):
+#   convergence-10g  Table 2 at 10 Gbit/s: low/medium/high, seeds 0-4 (TUNERS, default all; 61 min)
 #   ablation-10g     the ablation at 10 Gbit/s, high tightness, seeds 0-4 (TUNERS, default the
-#                    ablation set)
-#   scale            the scale study, window-median (strict) SLO basis, seeds 0-2 per scenario
+#                    ablation set; 12 min)
+#   scale            the scale study, window-median (strict) SLO basis, seeds 0-2 per scenario (86 min)
 #   scale-ablation   the scale study's no-trust-region ablation, as scale
-#                    (no-correction is in scale)
+#                    (no-correction is in scale; 29 min)
 #   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis, seed 0
-#   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check)
-#   adaptation       Table 3 (load shifts) on the 1500 us dumbbell
+#   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check; 4 min)
+#   adaptation       Table 3 (load shifts) on the 1500 us dumbbell (1 min)
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
-#                    seeds 0-4: Polyphony and Bluefin on the mixed space, numeric-only (TUNERS)
+#                    seeds 0-4: Polyphony and Bluefin on the mixed space, numeric-only (TUNERS; 1 min)
 #   scale-ceiling    no tuner: the configurations that meet the scale SLOs most often (pktsim search)
 #   ceiling-10g      no tuner: the most often compliant and the fairest configurations at 10 Gbit/s
 #   convergence-testbed  Table 2 on the namespace testbed (root, real time: ~78 min), seeds 0-1
