@@ -12,7 +12,7 @@
 #   scale            the scale study, window-median (strict) SLO basis, seeds 0-2 per scenario (86 min)
 #   scale-ablation   the scale study's no-trust-region ablation, as scale
 #                    (no-correction is in scale; 29 min)
-#   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis, seed 0
+#   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis, seed 0 (41 min)
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check; 4 min)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell (1 min)
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
