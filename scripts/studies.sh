@@ -19,8 +19,8 @@
 #                    seeds 0-4: Polyphony and Bluefin on the mixed space, numeric-only (TUNERS; 1 min)
 #   scale-ceiling    no tuner: the configurations that meet the scale SLOs most often (pktsim search)
 #   ceiling-10g      no tuner: the most often compliant and the fairest configurations at 10 Gbit/s
-#   convergence-testbed  Table 2 on the namespace testbed (root, real time: ~78 min), seeds 0-1
-#   ablation-testbed     the ablation on the namespace testbed (root, real time: ~38 min), seeds 0-2
+#   convergence-testbed  Table 2 on the namespace testbed (root, real time: 74 min), seeds 0-1
+#   ablation-testbed     the ablation on the namespace testbed (root, real time: 37 min), seeds 0-2
 # ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
 # convergence-10g, TIGHTNESS (space-separated) may be set in the environment.
 set -euo pipefail
