@@ -309,9 +309,16 @@ impl fmt::Display for SimulateReport {
             "scenario {} · model {} · {} flows ({} measured, {} unfinished) · last flow done at {}",
             self.scenario.name, self.model, st.flows, st.measured, st.unfinished, st.sim_time,
         )?;
+        // The class column fits the longest class name, so the columns stay aligned.
+        let w = self
+            .scenario
+            .classes
+            .iter()
+            .map(|c| c.name.chars().count())
+            .fold(6, usize::max);
         writeln!(
             f,
-            "{:<6} {:>6} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}",
+            "{:<w$} {:>6} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}",
             "class", "weight", "K", "initcwnd", "flows", "p50", "p99", "p99.9", "SLO", "met"
         )?;
         for c in &self.scenario.classes {
@@ -322,7 +329,7 @@ impl fmt::Display for SimulateReport {
             let q = |pick: fn(&ClassSli) -> f64| sli.map_or("-".to_string(), |x| format!("{:.2}", pick(x)));
             writeln!(
                 f,
-                "{:<6} {:>6.3} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6.1} {:>6}",
+                "{:<w$} {:>6.3} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6.1} {:>6}",
                 c.name,
                 k.map_or(f64::NAN, |k| k.weight),
                 k.map_or(0, |k| k.ecn_threshold.0),
@@ -343,7 +350,7 @@ impl fmt::Display for SimulateReport {
             if let Some(q) = self.output.sli.get(c.dscp).and_then(|x| x.qct) {
                 writeln!(
                     f,
-                    "{:<6} queries {} · QCT p50 {:.0} µs · p99 {:.0} µs · p99.9 {:.0} µs · SLO {}",
+                    "{:<w$} queries {} · QCT p50 {:.0} µs · p99 {:.0} µs · p99.9 {:.0} µs · SLO {}",
                     c.name,
                     q.queries,
                     q.p50.0 as f64 / 1e3,
@@ -519,21 +526,26 @@ mod tests {
         ));
     }
 
-    /// A class with no flow in the window shows "-" for its quantiles, not NaN.
-    #[test]
-    fn a_class_without_flows_reads_as_a_dash() {
+    /// Three classes on a 2-sender 1 Gbit/s dumbbell, 10 ms.
+    fn small_dumbbell() -> Scenario {
         let topology = TopologySpec::Dumbbell {
             senders: 2,
             rate_mbps: 1000.0,
             link_delay_us: 2.0,
         };
-        let mut sc = three_class_scenario(
+        three_class_scenario(
             "t",
             topology,
             ["websearch", "meta-hadoop", "meta-cache"],
             [10.0; 3],
             0.01,
-        );
+        )
+    }
+
+    /// A class with no flow in the window shows "-" for its quantiles, not NaN.
+    #[test]
+    fn a_class_without_flows_reads_as_a_dash() {
+        let mut sc = small_dumbbell();
         sc.mix[1].load = 1e-9;
         let report = simulate(&SimulateRequest::new(sc, ModelKind::FlowSimAggregate)).unwrap();
         let text = report.to_string();
@@ -549,5 +561,25 @@ mod tests {
             ("0", "-", "-", "-", "-"),
             "{text}"
         );
+    }
+
+    /// A class name longer than the header's column widens the column: every row's weight ends
+    /// where the header's "weight" does.
+    #[test]
+    fn long_class_names_keep_the_columns_aligned() {
+        let mut sc = small_dumbbell();
+        sc.classes[1].name = "scavenger-bulk".into();
+        let text = simulate(&SimulateRequest::new(sc, ModelKind::FlowSimAggregate))
+            .unwrap()
+            .to_string();
+        let lines: Vec<&str> = text.lines().skip(1).take(4).collect();
+        let end = |l: &str| l.find("weight").map(|i| i + "weight".len());
+        let header = end(lines[0]).unwrap_or_else(|| panic!("{text}"));
+        for row in &lines[1..] {
+            // The weight is the second column: the end of its first number after the name.
+            let after = row.split_whitespace().nth(1).unwrap_or_else(|| panic!("{text}"));
+            let at = row.find(after).map(|i| i + after.len());
+            assert_eq!(at, Some(header), "{text}");
+        }
     }
 }
