@@ -10,7 +10,9 @@
 //! conversion is checked against gbdt's own predictions.
 //!
 //! `--cv K` first cross-validates K-fold by case on the same development cases and prints the
-//! corrected error and ρ of J by regime: the measurement choices (features via `--without`,
+//! corrected error and ρ of J by regime, and how closely each model's ln p99 follows pktsim's
+//! across a case's configurations (both less their mean over the case's configurations: what
+//! the knobs do to a class's tail on the same flows): the measurement choices (features via `--without`,
 //! the `--excess` or `--direct` target, a target over several windows of the scenario
 //! (`--target-windows`), the experimental `--extra` features and the round-level replay's
 //! class p99 (`--replay`, `common/replay.rs`), depth, trees) are made on, so
@@ -98,6 +100,12 @@ struct Args {
     /// rather than the first window's.
     #[arg(long, default_value_t = 1)]
     target_windows: u64,
+    /// Fit in two stages (cross-validation only): a first forest on each (case, class)
+    /// target's deviation from its mean over the case's configurations (how the knobs move the
+    /// error), then the usual forest on what it leaves; the prediction is their sum (one forest
+    /// of twice the trees).
+    #[arg(long)]
+    two_stage: bool,
     /// Cross-validate K-fold by case first (printed by regime).
     #[arg(long)]
     cv: Option<u64>,
@@ -157,6 +165,26 @@ impl CaseData {
     }
     fn dscps(&self) -> Vec<polyphony_spec::Dscp> {
         self.case.scenario.dscps()
+    }
+    /// (features, target − the mean of the (case, class) target over the case's configurations)
+    /// of every class with a target in at least two configurations.
+    fn deviation_samples(&self, without: &[usize]) -> Vec<(Vec<f32>, f32)> {
+        let d = self.dscps();
+        let mut by: BTreeMap<usize, Vec<(Vec<f32>, f32)>> = BTreeMap::new();
+        for (k, (_, _, fs)) in self.rows.iter().enumerate() {
+            for (ci, f) in fs {
+                if let Some(y) = self.target(&d, k, *ci) {
+                    by.entry(*ci).or_default().push((masked(f, without), y));
+                }
+            }
+        }
+        by.into_values()
+            .filter(|v| v.len() >= 2)
+            .flat_map(|v| {
+                let m = v.iter().map(|(_, y)| y).sum::<f32>() / v.len() as f32;
+                v.into_iter().map(move |(f, y)| (f, y - m))
+            })
+            .collect()
     }
     /// (features, target) of every row with a target; features named in `without` are zeroed.
     fn samples(&self, without: &[usize]) -> Vec<(Vec<f32>, f32)> {
@@ -416,6 +444,9 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
     let mut by: BTreeMap<String, Acc> = BTreeMap::new();
     let mut all: Acc = Default::default();
     let mut by_flows: BTreeMap<&str, Acc> = BTreeMap::new();
+    // Per held-out (case, class): pktsim's and the corrected ln p99, each less its mean over
+    // the case's configurations — how well the model follows what the knobs do.
+    let mut tracking: Vec<[f64; 3]> = Vec::new();
     for fold in 0..k {
         let held = |i: u64| (i / 18) % k == fold;
         let train: Vec<(Vec<f32>, f32)> = data
@@ -424,7 +455,26 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
             .filter(|(i, _)| !held(a.first + *i as u64))
             .flat_map(|(_, d)| d.samples(without))
             .collect();
-        let model = a.forest.fit(&train);
+        let model = (!a.two_stage).then(|| a.forest.fit(&train));
+        let first = a.two_stage.then(|| {
+            let dev: Vec<(Vec<f32>, f32)> = data
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !held(a.first + *i as u64))
+                .flat_map(|(_, d)| d.deviation_samples(without))
+                .collect();
+            let b = a.forest.fit(&dev);
+            let rows: DataVec = train
+                .iter()
+                .map(|(f, _)| Data::new_test_data(f.clone(), None))
+                .collect();
+            let rest: Vec<(Vec<f32>, f32)> = train
+                .iter()
+                .zip(b.predict(&rows))
+                .map(|((f, y), p)| (f.clone(), y - p))
+                .collect();
+            (b, a.forest.fit(&rest))
+        });
         for (i, d) in data.iter().enumerate() {
             if !held(a.first + i as u64) {
                 continue;
@@ -432,6 +482,7 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
             let dscps = d.dscps();
             let cl = &d.case.scenario.classes;
             let (mut jp, mut jf, mut jc) = (Vec::new(), Vec::new(), Vec::new());
+            let mut per_class: BTreeMap<usize, Vec<[f64; 3]>> = BTreeMap::new();
             let acc = by.entry(d.case.regime.to_string()).or_default();
             for (po, fo, fs) in &d.rows {
                 let mut co = fo.clone();
@@ -439,7 +490,16 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
                     .iter()
                     .map(|(_, f)| Data::new_test_data(masked(f, without), None))
                     .collect();
-                let lns = model.predict(&rows);
+                let lns: Vec<f32> = match (&model, &first) {
+                    (Some(m), _) => m.predict(&rows),
+                    (None, Some((b, m))) => b
+                        .predict(&rows)
+                        .iter()
+                        .zip(m.predict(&rows))
+                        .map(|(x, y)| x + y)
+                        .collect(),
+                    (None, None) => unreachable!("one of the two fits ran"),
+                };
                 for ((ci, _), &ln) in fs.iter().zip(&lns) {
                     let d = dscps[*ci];
                     if let Some(s) = co.sli.classes.iter_mut().find(|s| s.dscp == d) {
@@ -447,6 +507,12 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
                     }
                     if let (Some(p), Some(q), Some(c)) = (po.sli.get(d), fo.sli.get(d), co.sli.get(d)) {
                         if p.flows > 0 && p.p99 > 0.0 && q.p99 > 0.0 {
+                            if let Some(ci) = dscps.iter().position(|x| *x == d) {
+                                per_class
+                                    .entry(ci)
+                                    .or_default()
+                                    .push([p.p99.ln(), q.p99.ln(), c.p99.ln()]);
+                            }
                             let eu = (q.p99 - p.p99).abs() / p.p99;
                             let ec = (c.p99 - p.p99).abs() / p.p99;
                             let band = match p.flows {
@@ -467,6 +533,11 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
                 jp.push(objective(&po.sli, cl));
                 jf.push(objective(&fo.sli, cl));
                 jc.push(objective(&co.sli, cl));
+            }
+            for v in per_class.values().filter(|v| v.len() >= 2) {
+                let n = v.len() as f64;
+                let m: [f64; 3] = std::array::from_fn(|k| v.iter().map(|x| x[k]).sum::<f64>() / n);
+                tracking.extend(v.iter().map(|x| std::array::from_fn(|k| x[k] - m[k])));
             }
             let (ru, rc) = (spearman(&jf, &jp), spearman(&jc, &jp));
             for t in [&mut *acc, &mut all] {
@@ -505,6 +576,18 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
     for (g, t) in &by_flows {
         row(g, t);
     }
+    // Correlation and slope of column k's deviations on pktsim's.
+    let track = |k: usize| {
+        let (sxy, sxx, syy) = tracking.iter().fold((0.0, 0.0, 0.0), |(a, b, c), x| {
+            (a + x[0] * x[k], b + x[0] * x[0], c + x[k] * x[k])
+        });
+        (sxy / (sxx * syy).sqrt(), sxy / sxx)
+    };
+    let ((ru, su), (rc, sc)) = (track(1), track(2));
+    println!(
+        "\nacross a case's configurations, ln p99 against pktsim's ({} class rows): uncorrected correlation {ru:.3}, slope {su:.3}; corrected {rc:.3}, {sc:.3}",
+        tracking.len()
+    );
     let worst = by.values().map(|t| median(&t.1)).fold(0.0, f64::max);
     println!(
         "
@@ -656,8 +739,8 @@ fn main() -> Result<()> {
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if target != Target::Ratio || a.extra || a.replay || !without.is_empty() {
-        bail!("--excess, --direct, --extra, --replay and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
+    if target != Target::Ratio || a.extra || a.replay || a.two_stage || !without.is_empty() {
+        bail!("--excess, --direct, --extra, --replay, --two-stage and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data
         .iter()
