@@ -100,12 +100,6 @@ struct Args {
     /// rather than the first window's.
     #[arg(long, default_value_t = 1)]
     target_windows: u64,
-    /// Fit in two stages (cross-validation only): a first forest on each (case, class)
-    /// target's deviation from its mean over the case's configurations (how the knobs move the
-    /// error), then the usual forest on what it leaves; the prediction is their sum (one forest
-    /// of twice the trees).
-    #[arg(long)]
-    two_stage: bool,
     /// Cross-validate K-fold by case first (printed by regime).
     #[arg(long)]
     cv: Option<u64>,
@@ -165,26 +159,6 @@ impl CaseData {
     }
     fn dscps(&self) -> Vec<polyphony_spec::Dscp> {
         self.case.scenario.dscps()
-    }
-    /// (features, target − the mean of the (case, class) target over the case's configurations)
-    /// of every class with a target in at least two configurations.
-    fn deviation_samples(&self, without: &[usize]) -> Vec<(Vec<f32>, f32)> {
-        let d = self.dscps();
-        let mut by: BTreeMap<usize, Vec<(Vec<f32>, f32)>> = BTreeMap::new();
-        for (k, (_, _, fs)) in self.rows.iter().enumerate() {
-            for (ci, f) in fs {
-                if let Some(y) = self.target(&d, k, *ci) {
-                    by.entry(*ci).or_default().push((masked(f, without), y));
-                }
-            }
-        }
-        by.into_values()
-            .filter(|v| v.len() >= 2)
-            .flat_map(|v| {
-                let m = v.iter().map(|(_, y)| y).sum::<f32>() / v.len() as f32;
-                v.into_iter().map(move |(f, y)| (f, y - m))
-            })
-            .collect()
     }
     /// (features, target) of every row with a target; features named in `without` are zeroed.
     fn samples(&self, without: &[usize]) -> Vec<(Vec<f32>, f32)> {
@@ -444,8 +418,9 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
     let mut by: BTreeMap<String, Acc> = BTreeMap::new();
     let mut all: Acc = Default::default();
     let mut by_flows: BTreeMap<&str, Acc> = BTreeMap::new();
-    // Per held-out (case, class): pktsim's and the corrected ln p99, each less its mean over
-    // the case's configurations — how well the model follows what the knobs do.
+    // Per held-out (case, class) and configuration: pktsim's, flowsim's and the corrected
+    // ln p99, each less its mean over the case's configurations — how well each model follows
+    // what the knobs do.
     let mut tracking: Vec<[f64; 3]> = Vec::new();
     for fold in 0..k {
         let held = |i: u64| (i / 18) % k == fold;
@@ -455,26 +430,7 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
             .filter(|(i, _)| !held(a.first + *i as u64))
             .flat_map(|(_, d)| d.samples(without))
             .collect();
-        let model = (!a.two_stage).then(|| a.forest.fit(&train));
-        let first = a.two_stage.then(|| {
-            let dev: Vec<(Vec<f32>, f32)> = data
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !held(a.first + *i as u64))
-                .flat_map(|(_, d)| d.deviation_samples(without))
-                .collect();
-            let b = a.forest.fit(&dev);
-            let rows: DataVec = train
-                .iter()
-                .map(|(f, _)| Data::new_test_data(f.clone(), None))
-                .collect();
-            let rest: Vec<(Vec<f32>, f32)> = train
-                .iter()
-                .zip(b.predict(&rows))
-                .map(|((f, y), p)| (f.clone(), y - p))
-                .collect();
-            (b, a.forest.fit(&rest))
-        });
+        let model = a.forest.fit(&train);
         for (i, d) in data.iter().enumerate() {
             if !held(a.first + i as u64) {
                 continue;
@@ -490,16 +446,7 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
                     .iter()
                     .map(|(_, f)| Data::new_test_data(masked(f, without), None))
                     .collect();
-                let lns: Vec<f32> = match (&model, &first) {
-                    (Some(m), _) => m.predict(&rows),
-                    (None, Some((b, m))) => b
-                        .predict(&rows)
-                        .iter()
-                        .zip(m.predict(&rows))
-                        .map(|(x, y)| x + y)
-                        .collect(),
-                    (None, None) => unreachable!("one of the two fits ran"),
-                };
+                let lns = model.predict(&rows);
                 for ((ci, _), &ln) in fs.iter().zip(&lns) {
                     let d = dscps[*ci];
                     if let Some(s) = co.sli.classes.iter_mut().find(|s| s.dscp == d) {
@@ -739,8 +686,8 @@ fn main() -> Result<()> {
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if target != Target::Ratio || a.extra || a.replay || a.two_stage || !without.is_empty() {
-        bail!("--excess, --direct, --extra, --replay, --two-stage and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
+    if target != Target::Ratio || a.extra || a.replay || !without.is_empty() {
+        bail!("--excess, --direct, --extra, --replay and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data
         .iter()
