@@ -277,7 +277,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     }
     writeln!(
         out,
-        "final objective J = {:.3}, min-max fairness = {:.2}, hindsight regret Σ(J_t − min J) = {:.2}, {} iterations in {:.1} s",
+        "final objective J = {:.3}, fairness min r / max r = {:.2} (r = SLI / SLO), hindsight regret Σ(J_t − min J) = {:.2}, {} iterations in {:.1} s",
         metrics.final_objective,
         metrics.fairness,
         metrics.regret,
