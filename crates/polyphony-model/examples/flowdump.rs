@@ -22,8 +22,8 @@
 //! the first switch port (bytes), the waits it charged the flow in all (ns), its FCT and the
 //! same flow's FCT replayed alone (ns) — `tools/flow-tails/burstq.py FILE [dumbbell|leaf-spine]`
 //! compares them with pktsim's. `--stride 2` from an even `--first` takes the dumbbell cases
-//! only, from an odd one the leaf-spines. `--timing` prints pktsim's, flowsim's and the replay's
-//! CPU time per case instead.
+//! only, from an odd one the leaf-spines. `--timing` prints pktsim's, flowsim's and the replay's (ACK-clocked and
+//! with fixed rounds) CPU time per case instead.
 mod common;
 
 use anyhow::{Context, Result};
@@ -202,9 +202,10 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// `--timing`: CPU seconds of pktsim, flowsim and the replay per case, one thread.
+/// `--timing`: CPU seconds of pktsim, flowsim and the replay (ACK-clocked, then with rounds one
+/// base RTT apart) per case, one thread.
 fn timing(idx: &[u64], configs: usize) -> Result<()> {
-    let mut t = [Vec::new(), Vec::new(), Vec::new()];
+    let mut t = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for &i in idx {
         let c = case(SeedSet::Development, i, configs)?;
         let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
@@ -216,29 +217,33 @@ fn timing(idx: &[u64], configs: usize) -> Result<()> {
         let t2 = common::thread_cpu();
         let r = common::replay::replay_input(&input, cfg, true)?;
         let t3 = common::thread_cpu();
+        common::replay::replay_input(&input, cfg, false)?;
+        let t4 = common::thread_cpu();
         let rounds = r.map_or([0, 0], |(c, _)| {
             c.iter().fold([0, 0], |a, x| [a[0] + x.rounds[0], a[1] + x.rounds[1]])
         });
-        for (v, x) in t.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
+        for (v, x) in t.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3]) {
             v.push(x);
         }
         println!(
-            "case {i}: pktsim {:.4} s, flowsim {:.5} s, replay {:.5} s, {} flows, rounds in slow start {} and after {}",
+            "case {i}: pktsim {:.4} s, flowsim {:.5} s, replay {:.5} s, fixed rounds {:.5} s, {} flows, rounds in slow start {} and after {}",
             t1 - t0,
             t2 - t1,
             t3 - t2,
+            t4 - t3,
             input.workload.flows.len(),
             rounds[0],
             rounds[1]
         );
     }
     let med = |v: &mut Vec<f64>| polyphony_spec::median(v).unwrap_or(f64::NAN);
-    let (p, f, r) = (med(&mut t[0]), med(&mut t[1]), med(&mut t[2]));
+    let (p, f, r, x) = (med(&mut t[0]), med(&mut t[1]), med(&mut t[2]), med(&mut t[3]));
     println!(
-        "median over {} cases: pktsim {p:.4} s, flowsim {f:.5} s ({:.0}x), replay {r:.5} s ({:.0}x)",
+        "median over {} cases: pktsim {p:.4} s, flowsim {f:.5} s ({:.0}x), replay {r:.5} s ({:.0}x), fixed rounds {x:.5} s ({:.0}x)",
         t[0].len(),
         p / f,
-        p / r
+        p / r,
+        p / x
     );
     Ok(())
 }
