@@ -22,8 +22,8 @@
 //! the first switch port (bytes), the waits it charged the flow in all (ns), its FCT and the
 //! same flow's FCT replayed alone (ns) — `tools/flow-tails/burstq.py FILE [dumbbell|leaf-spine]`
 //! compares them with pktsim's. `--stride 2` from an even `--first` takes the dumbbell cases
-//! only, from an odd one the leaf-spines. `--timing` prints pktsim's, flowsim's and the replay's (ACK-clocked and
-//! with fixed rounds) CPU time per case instead.
+//! only, from an odd one the leaf-spines. `--timing` prints pktsim's, flowsim's and the
+//! replay's (ACK-clocked and with fixed rounds) CPU time per case instead.
 mod common;
 
 use anyhow::{Context, Result};

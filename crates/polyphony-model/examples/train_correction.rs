@@ -454,12 +454,10 @@ fn cross_validate(a: &Args, data: &[CaseData], k: u64, without: &[usize]) -> Res
                     }
                     if let (Some(p), Some(q), Some(c)) = (po.sli.get(d), fo.sli.get(d), co.sli.get(d)) {
                         if p.flows > 0 && p.p99 > 0.0 && q.p99 > 0.0 {
-                            if let Some(ci) = dscps.iter().position(|x| *x == d) {
-                                per_class
-                                    .entry(ci)
-                                    .or_default()
-                                    .push([p.p99.ln(), q.p99.ln(), c.p99.ln()]);
-                            }
+                            per_class
+                                .entry(*ci)
+                                .or_default()
+                                .push([p.p99.ln(), q.p99.ln(), c.p99.ln()]);
                             let eu = (q.p99 - p.p99).abs() / p.p99;
                             let ec = (c.p99 - p.p99).abs() / p.p99;
                             let band = match p.flows {
