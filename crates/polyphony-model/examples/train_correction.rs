@@ -33,8 +33,8 @@ use gbdt::decision_tree::{Data, DataVec};
 use gbdt::gradient_boost::GBDT;
 use polyphony_model::correction::{features, Correction, Forest, Tree, FEATURES, N_FEATURES};
 use polyphony_model::validation::{case, median, objective, spearman, Case, SeedSet};
+use polyphony_model::FlowSim;
 use polyphony_model::ModelOutput;
-use polyphony_model::{FlowSim, FlowSimOptions, NetworkModel};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,11 +86,6 @@ struct Args {
     /// With `--replay`: rounds one base RTT apart whatever they found (no ACK clocking).
     #[arg(long)]
     replay_fixed_rounds: bool,
-    /// Append flowsim's class p99 with its standing-queue term left out, and with that and the
-    /// slow-start rounds left out, each as ln of it over flowsim's p99 (cross-validation only):
-    /// how much of flowsim's tail its K and initcwnd terms make.
-    #[arg(long)]
-    decomposed: bool,
     /// Diagnose the first N cases instead of training: per class, pktsim's and flowsim's tail
     /// flows (slowdown ≥ their p99) compared flow by flow (pktsim rerun with per-flow output,
     /// first configuration of each case).
@@ -197,7 +192,6 @@ fn case_data(
     target: Target,
     extra: bool,
     replay: (bool, bool, bool),
-    decomposed: bool,
     windows: u64,
 ) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
@@ -236,30 +230,6 @@ fn case_data(
             }
         }
         rows.push((po, fo, fs));
-    }
-    if decomposed {
-        let without = |slow_start: bool| -> Result<Vec<ModelOutput>> {
-            let opts = FlowSimOptions {
-                standing_queue: false,
-                slow_start,
-                ..FlowSimOptions::default()
-            };
-            Ok(FlowSim::new(opts)
-                .evaluate(&input, &c.configs)
-                .into_iter()
-                .collect::<Result<_, _>>()?)
-        };
-        let (no_q, no_both) = (without(true)?, without(false)?);
-        for (k, (_, fo, fs)) in rows.iter_mut().enumerate() {
-            for (ci, f) in fs.iter_mut() {
-                let d = input.classes[*ci];
-                let p = |o: &ModelOutput| o.sli.get(d).map_or(f64::NAN, |s| s.p99);
-                for other in [&no_q[k], &no_both[k]] {
-                    let x = (p(other) / p(fo)).ln();
-                    f.push(if x.is_finite() { x as f32 } else { 0.0 });
-                }
-            }
-        }
     }
     Ok(CaseData {
         case: c.clone(),
@@ -702,7 +672,6 @@ fn main() -> Result<()> {
             target,
             a.extra,
             (a.replay, a.replay_first, a.replay_fixed_rounds),
-            a.decomposed,
             a.target_windows,
         )
     })?;
@@ -715,8 +684,8 @@ fn main() -> Result<()> {
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if target != Target::Ratio || a.extra || a.replay || a.decomposed || !without.is_empty() {
-        bail!("--excess, --direct, --extra, --replay, --decomposed and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
+    if target != Target::Ratio || a.extra || a.replay || !without.is_empty() {
+        bail!("--excess, --direct, --extra, --replay and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data
         .iter()

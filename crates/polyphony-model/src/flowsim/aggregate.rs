@@ -253,8 +253,6 @@ struct Knobs<const L: usize> {
     /// Per set of classes m (bit j: class j, of the first [`FILL_CLASSES`]): 1 / Σ_{j∈m} w_j
     /// (for [`drain_fill`]).
     inv_wsum: [[F; L]; 1 << FILL_CLASSES],
-    /// Experiment: at most this many standing-queue waits per flow.
-    q_rounds: F,
 }
 
 impl<const L: usize> Knobs<L> {
@@ -268,10 +266,6 @@ impl<const L: usize> Knobs<L> {
             inv_init: [[1.0; L]; MAX_CLASSES],
             k_lim: [[1.0; L]; MAX_CLASSES],
             inv_wsum: [[0.0; L]; 1 << FILL_CLASSES],
-            q_rounds: std::env::var("POLY_QROUNDS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1e9),
         };
         for (l, params) in lanes.iter().enumerate() {
             for (c, p) in params.iter().enumerate() {
@@ -526,7 +520,7 @@ fn delay<const W: usize>(link: &AggLink, f: &AggFlow, pd: &Pending<W>, kn: &Knob
         let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
         let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
         let k = min(bits, kn.k_lim[c][l]);
-        ex[l] += (k - 1.0).mul_add(f.rtt, (min(k, kn.q_rounds) * pd.q[l]).mul_add(inv_rho, ps));
+        ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
     }
 }
 
