@@ -64,6 +64,22 @@ impl std::fmt::Display for TopologySpec {
     }
 }
 
+/// Slowest link rate a topology may declare (1 kbit/s): slower rounds to nothing in bit/s.
+const MIN_RATE_MBPS: f64 = 1e-3;
+/// Fastest link rate a topology may declare (10 Tbit/s).
+const MAX_RATE_MBPS: f64 = 1e7;
+/// Longest propagation delay a link may declare (1 s).
+const MAX_LINK_DELAY_US: f64 = 1e6;
+
+/// `v` as written in a config, in scientific notation where plain digits would run long.
+fn short(v: f64) -> String {
+    if v != 0.0 && !(1e-4..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
 impl TopologySpec {
     /// The rate that offered loads are fractions of: the dumbbell's bottleneck link, or the
     /// leaf-spine's host link.
@@ -90,27 +106,28 @@ impl TopologySpec {
         }
     }
 
-    /// Checks every count and rate (field names start with `topology.`).
+    /// Checks every count, rate and delay (field names start with `topology.`): link rates
+    /// from 1 kbit/s to 10 Tbit/s, link delays from 0 to 1 s.
     pub fn validate(&self) -> Result<(), SpecError> {
         let pos = |k: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
+            if (MIN_RATE_MBPS..=MAX_RATE_MBPS).contains(&v) {
                 Ok(())
             } else {
                 Err(SpecError::invalid(
                     format!("topology.{k}"),
-                    v,
-                    "must be a positive number",
+                    short(v),
+                    "must be a link rate from 0.001 Mbit/s (1 kbit/s) to 10000000 Mbit/s (10 Tbit/s)",
                 ))
             }
         };
         let nonneg = |k: &str, v: f64| {
-            if v.is_finite() && v >= 0.0 {
+            if (0.0..=MAX_LINK_DELAY_US).contains(&v) {
                 Ok(())
             } else {
                 Err(SpecError::invalid(
                     format!("topology.{k}"),
-                    v,
-                    "must be zero or positive",
+                    short(v),
+                    "must be a propagation delay from 0 to 1000000 µs (1 s)",
                 ))
             }
         };
@@ -491,6 +508,39 @@ mod tests {
         let zero = ls.replace("racks = 4", "racks = 0");
         let e = Scenario::from_toml(&zero, "ls.toml").unwrap_err().to_string();
         assert!(e.contains("topology.racks"), "{e}");
+    }
+
+    #[test]
+    fn rates_and_delays_beyond_any_network_are_refused_with_the_key() {
+        for (from, to, key) in [
+            ("rate_mbps = 100", "rate_mbps = 1e300", "topology.rate_mbps = 1e300:"),
+            ("rate_mbps = 100", "rate_mbps = 1e-9", "topology.rate_mbps = 1e-9:"),
+            ("rate_mbps = 100", "rate_mbps = 0", "topology.rate_mbps = 0:"),
+            ("rate_mbps = 100", "rate_mbps = nan", "topology.rate_mbps = NaN:"),
+            (
+                "link_delay_us = 2.5",
+                "link_delay_us = 2e6",
+                "topology.link_delay_us = 2000000:",
+            ),
+            (
+                "link_delay_us = 2.5",
+                "link_delay_us = -1",
+                "topology.link_delay_us = -1:",
+            ),
+        ] {
+            let bad = REF.replace(from, to);
+            let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
+            assert!(e.contains(key), "{to}: {e}");
+        }
+        // The ends of the ranges are networks one may declare.
+        for (from, to) in [
+            ("rate_mbps = 100", "rate_mbps = 1e7"),
+            ("rate_mbps = 100", "rate_mbps = 0.001"),
+            ("link_delay_us = 2.5", "link_delay_us = 1e6"),
+            ("link_delay_us = 2.5", "link_delay_us = 0"),
+        ] {
+            Scenario::from_toml(&REF.replace(from, to), "ref.toml").unwrap();
+        }
     }
 
     #[test]
