@@ -10,8 +10,9 @@
 //! responses with pktsim's, the slope (the share of pktsim's move it reproduces, least squares
 //! of the model's response on pktsim's) and the median |model − pktsim| response. A second
 //! table splits the own-class rows by rate band and topology (down moves negated: the response
-//! to raising the knob), a third the K moves by the base K per BDP (the bottleneck rate of the
-//! window's first flow's path × its base RTT).
+//! to raising the knob), a third by the class's flows in the window and whether pktsim dropped
+//! packets in either run, a fourth the K moves by the base K per BDP (the bottleneck rate of
+//! the window's first flow's path × its base RTT).
 //!
 //! This is the part of the error that ranking configurations sees: a model whose level is off
 //! but whose responses match would still order configurations right.
@@ -340,6 +341,26 @@ fn main() -> Result<()> {
     for ((knob, label), sel) in &groups {
         if sel.len() >= 3 {
             println!("{}", line(&format!("{} · {label}", KNOBS[*knob]), sel));
+        }
+    }
+    println!();
+    println!("Own class, by the class's flows in the window and whether pktsim dropped packets in either run (down moves negated):");
+    println!();
+    println!("| move | class rows {head}");
+    let mut by_kind: BTreeMap<(usize, bool, bool), Vec<&Row>> = BTreeMap::new();
+    for r in &raised {
+        let dropped = r.drops[0] > 0 || r.drops[1] > 0;
+        by_kind.entry((r.knob, r.flows < 100, dropped)).or_default().push(r);
+    }
+    for ((knob, small, dropped), sel) in &by_kind {
+        if sel.len() >= 3 {
+            let label = format!(
+                "{} · {} flows · {}",
+                KNOBS[*knob],
+                if *small { "< 100" } else { "≥ 100" },
+                if *dropped { "drops" } else { "no drops" }
+            );
+            println!("{}", line(&label, sel));
         }
     }
     println!();
