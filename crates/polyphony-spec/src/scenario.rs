@@ -109,7 +109,7 @@ impl TopologySpec {
     /// Checks every count, rate and delay (field names start with `topology.`): link rates
     /// from 1 kbit/s to 10 Tbit/s, link delays from 0 to 1 s.
     pub fn validate(&self) -> Result<(), SpecError> {
-        let pos = |k: &str, v: f64| {
+        let rate = |k: &str, v: f64| {
             if (MIN_RATE_MBPS..=MAX_RATE_MBPS).contains(&v) {
                 Ok(())
             } else {
@@ -120,7 +120,7 @@ impl TopologySpec {
                 ))
             }
         };
-        let nonneg = |k: &str, v: f64| {
+        let delay = |k: &str, v: f64| {
             if (0.0..=MAX_LINK_DELAY_US).contains(&v) {
                 Ok(())
             } else {
@@ -149,16 +149,16 @@ impl TopologySpec {
                 link_delay_us,
             } => {
                 count("senders", *senders, 1, 64)?;
-                pos("rate_mbps", *rate_mbps)?;
-                nonneg("link_delay_us", *link_delay_us)
+                rate("rate_mbps", *rate_mbps)?;
+                delay("link_delay_us", *link_delay_us)
             }
             TopologySpec::LeafSpine(ls) => {
                 count("racks", ls.racks, 1, 256)?;
                 count("hosts_per_rack", ls.hosts_per_rack, 1, 64)?;
                 count("spines", ls.spines, 1, 64)?;
-                pos("host_rate_mbps", ls.host_rate_mbps)?;
-                pos("fabric_rate_mbps", ls.fabric_rate_mbps)?;
-                nonneg("link_delay_us", ls.link_delay_us)
+                rate("host_rate_mbps", ls.host_rate_mbps)?;
+                rate("fabric_rate_mbps", ls.fabric_rate_mbps)?;
+                delay("link_delay_us", ls.link_delay_us)
             }
         }
     }
