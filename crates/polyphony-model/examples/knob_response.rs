@@ -3,7 +3,8 @@
 //! Per case, one class (chosen from the case seed) has one knob moved from the case's first
 //! random configuration — its weight (×/÷ `--weight-factor`, the weights renormalised), its ECN
 //! threshold K (×/÷ `--k-factor`) or its initial window (×/÷ `--cwnd-factor`), each clamped to
-//! the default knob space — and pktsim, flowsim and flowsim-corrected run the base and the six
+//! the default knob space; a move that changes the knob by less than 1.22× after clamping or
+//! renormalising is left out — and pktsim, flowsim and flowsim-corrected run the base and the six
 //! moved configurations. A class's **response** is ln(p99 moved / p99 base). The table gives,
 //! per knob, direction and whether the class is the one moved (`own`) or another (`other`):
 //! how far pktsim's p99 moves (median |response|), and per model the correlation of its
@@ -18,12 +19,12 @@
 //! but whose responses match would still order configurations right.
 //!
 //! ```text
-//! cargo run --release -p polyphony-model --example knob_response -- --cases 180 --threads 2 --pktsim-cache DIR
+//! cargo run --release -p polyphony-model --example knob_response -- --first 0 --cases 360 --threads 2 --pktsim-cache DIR
 //! ```
 //!
 //! With `--pktsim-cache` the base run is the one `train_correction` / `validate` cache for
 //! `--configs` configurations (the first one is the base), and the moved runs are cached
-//! under the set name `SET-knobs`.
+//! under the set name `SET-knobs-wW-kK-cC` (the three factors).
 
 mod common;
 
@@ -97,6 +98,9 @@ fn moves(base: &NetworkConfig, i: usize, a: &Args) -> Vec<NetworkConfig> {
     }
     out
 }
+
+/// Moves that change the knob by less than this (ln of the factor; 1.22×) are left out.
+const MIN_MOVE: f64 = 0.2;
 
 /// How far the move went: ln of the moved knob's factor (0 when clamped to where it was).
 fn moved_by(base: &NetworkConfig, m: &NetworkConfig, i: usize, knob: usize) -> f64 {
@@ -179,8 +183,8 @@ fn run(c: &Case, a: &Args, correction: &Arc<Correction>) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for (j, m) in moved.iter().enumerate() {
         let knob = j / 2;
-        if moved_by(&base, m, i, knob).abs() < 0.4 {
-            continue; // clamped at the edge of the knob space: hardly moved
+        if moved_by(&base, m, i, knob).abs() < MIN_MOVE {
+            continue; // clamped at the edge of the knob space, or a dominant weight: hardly moved
         }
         let pk = p99s(&moved_pkt[j], c);
         let f = p99s(&fs[j + 1], c);
