@@ -302,11 +302,11 @@ impl Slo {
                         "SLIs are kept as p50, p99 and p99.9: use 0.5, 0.99 or 0.999",
                     ));
                 }
-                if !(max_slowdown.is_finite() && max_slowdown >= 1.0) {
+                if !(1.0..=1e6).contains(&max_slowdown) {
                     return Err(SpecError::invalid(
                         format!("{field}.max_slowdown"),
                         max_slowdown,
-                        "a slowdown threshold is a finite number ≥ 1 (no flow beats the unloaded network)",
+                        "a slowdown threshold is a number from 1 (no flow beats the unloaded network) to 1000000",
                     ));
                 }
             }

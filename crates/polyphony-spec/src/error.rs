@@ -28,12 +28,48 @@ pub enum SpecError {
 }
 
 impl SpecError {
-    /// Shorthand for [`SpecError::Invalid`].
+    /// Shorthand for [`SpecError::Invalid`]; the value is rendered as [`compact_value`] does.
     pub fn invalid(field: impl Into<String>, value: impl ToString, why: impl Into<String>) -> Self {
         SpecError::Invalid {
             field: field.into(),
-            value: value.to_string(),
+            value: compact_value(value.to_string()),
             why: why.into(),
         }
+    }
+}
+
+/// A rendered value as an error message should show it: a number whose plain digits run past
+/// 24 characters (an f64 of 10²⁴ or more, which no integer field reaches) in scientific
+/// notation, e.g. `1e300` rather than three hundred digits; anything else unchanged.
+pub fn compact_value(rendered: String) -> String {
+    if rendered.len() > 24 {
+        if let Ok(v) = rendered.parse::<f64>() {
+            return format!("{v:e}");
+        }
+    }
+    rendered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_numbers_are_shown_in_scientific_notation_and_nothing_else_changes() {
+        let e = SpecError::invalid("interval_s", 1e300, "too long");
+        assert_eq!(e.to_string(), "interval_s = 1e300: too long");
+        assert_eq!(compact_value(f64::MAX.to_string()), "1.7976931348623157e308");
+        for kept in [
+            "18446744073709551615",
+            "-9223372036854775808",
+            "0.000000001",
+            "2.5",
+            "NaN",
+            "inf",
+        ] {
+            assert_eq!(compact_value(kept.to_string()), kept);
+        }
+        let words = "a rather long description that is not a number";
+        assert_eq!(compact_value(words.to_string()), words);
     }
 }

@@ -27,7 +27,7 @@ mod units;
 
 pub use class::{validate_classes, Dscp, Slo, SloKind, TrafficClass};
 pub use config::{ClassConfig, CongestionControl, NetworkConfig};
-pub use error::SpecError;
+pub use error::{compact_value, SpecError};
 pub use flow::{Flow, FlowId, HostId, QueryId, Workload};
 pub use knobs::{CategoricalSpec, KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
 pub use predict::{ModelError, PerformanceModel};

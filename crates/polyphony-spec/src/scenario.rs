@@ -71,15 +71,6 @@ const MAX_RATE_MBPS: f64 = 1e7;
 /// Longest propagation delay a link may declare (1 s).
 const MAX_LINK_DELAY_US: f64 = 1e6;
 
-/// `v` as written in a config, in scientific notation where plain digits would run long.
-fn short(v: f64) -> String {
-    if v != 0.0 && !(1e-4..1e9).contains(&v.abs()) {
-        format!("{v:e}")
-    } else {
-        v.to_string()
-    }
-}
-
 impl TopologySpec {
     /// The rate that offered loads are fractions of: the dumbbell's bottleneck link, or the
     /// leaf-spine's host link.
@@ -115,7 +106,7 @@ impl TopologySpec {
             } else {
                 Err(SpecError::invalid(
                     format!("topology.{k}"),
-                    short(v),
+                    v,
                     "must be a link rate from 0.001 Mbit/s (1 kbit/s) to 10000000 Mbit/s (10 Tbit/s)",
                 ))
             }
@@ -126,7 +117,7 @@ impl TopologySpec {
             } else {
                 Err(SpecError::invalid(
                     format!("topology.{k}"),
-                    short(v),
+                    v,
                     "must be a propagation delay from 0 to 1000000 µs (1 s)",
                 ))
             }
@@ -514,7 +505,11 @@ mod tests {
     fn rates_and_delays_beyond_any_network_are_refused_with_the_key() {
         for (from, to, key) in [
             ("rate_mbps = 100", "rate_mbps = 1e300", "topology.rate_mbps = 1e300:"),
-            ("rate_mbps = 100", "rate_mbps = 1e-9", "topology.rate_mbps = 1e-9:"),
+            (
+                "rate_mbps = 100",
+                "rate_mbps = 1e-9",
+                "topology.rate_mbps = 0.000000001:",
+            ),
             ("rate_mbps = 100", "rate_mbps = 0", "topology.rate_mbps = 0:"),
             ("rate_mbps = 100", "rate_mbps = nan", "topology.rate_mbps = NaN:"),
             (

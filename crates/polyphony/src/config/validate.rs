@@ -574,7 +574,7 @@ fn invalid(path: &str) -> impl Fn(&str, &dyn std::fmt::Display, &str) -> ConfigE
     move |key, value, why| ConfigError::Invalid {
         path: path.into(),
         key: key.into(),
-        value: value.to_string(),
+        value: polyphony_spec::compact_value(value.to_string()),
         why: why.into(),
     }
 }
