@@ -212,8 +212,8 @@ fn run(c: &Case, a: &Args, correction: &Arc<Correction>) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Correlation, slope of `y` on `x` and median |y − x| (NaN correlation and slope when
-/// either side never moves).
+/// Correlation, slope of `y` on `x` and median |y − x| (the correlation is NaN when either side
+/// never moves, the slope when `x` never does).
 fn agreement(x: &[f64], y: &[f64]) -> (f64, f64, f64) {
     let n = x.len() as f64;
     let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
