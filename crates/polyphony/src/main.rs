@@ -35,13 +35,16 @@ fn main() {
 }
 
 fn init_logging(filter: Option<&str>) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = filter
         .map(EnvFilter::new)
         .or_else(|| EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| EnvFilter::new("info"));
+    // Colour only on a terminal: under systemd the escape codes would land in the journal.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -647,6 +647,8 @@ fn simulate_names_where_a_scenario_lies_outside_the_validated_space() {
         err.contains("outside the space the model was validated on") && err.contains("2.5 µs"),
         "{err}"
     );
+    // stderr is a pipe here, as under systemd: the log line carries no terminal colour codes.
+    assert!(!err.contains('\x1b'), "escape codes in {err:?}");
     let (n, err) = listed(&outside, "pktsim");
     assert_eq!(n, 0);
     assert!(!err.contains("validated on"), "{err}");

@@ -10,7 +10,10 @@ struct Cli {
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let s = emu::run_cli(&cli.args)?;
     println!("{}", serde_json::to_string_pretty(&s)?);
