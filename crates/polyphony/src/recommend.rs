@@ -299,7 +299,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         ResidualSpace::Log => format!("×÷ {} (σ of ln J {})", num(p.sigma.map(f64::exp)), num(p.sigma)),
     };
     println!(
-        "predicted objective ĝ = {} {spread}, expected improvement {} over the best measured {} ({} samples)",
+        "predicted objective ĝ = {} {spread}, expected improvement {} over g_best = {}, the best denoised objective measured ({} samples)",
         num(p.g_hat),
         num(p.expected_improvement),
         num(p.g_best),
