@@ -253,8 +253,6 @@ struct Knobs<const L: usize> {
     /// Per set of classes m (bit j: class j, of the first [`FILL_CLASSES`]): 1 / Σ_{j∈m} w_j
     /// (for [`drain_fill`]).
     inv_wsum: [[F; L]; 1 << FILL_CLASSES],
-    /// Experiment: above one BDP the standing queue grows as K^beta (0: off).
-    k_beta: F,
 }
 
 impl<const L: usize> Knobs<L> {
@@ -268,10 +266,6 @@ impl<const L: usize> Knobs<L> {
             inv_init: [[1.0; L]; MAX_CLASSES],
             k_lim: [[1.0; L]; MAX_CLASSES],
             inv_wsum: [[0.0; L]; 1 << FILL_CLASSES],
-            k_beta: std::env::var("POLY_KBETA")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0.0),
         };
         for (l, params) in lanes.iter().enumerate() {
             for (c, p) in params.iter().enumerate() {
@@ -496,15 +490,8 @@ fn arrive<const W: usize, const NC: usize, const C: usize>(
             }
         }
     }
-    let bdp = r * f.rtt;
     for l in 0..W {
-        let pk = kn.phi_k[C][l];
-        let pk = if kn.k_beta > 0.0 && pk > bdp && bdp > 0.0 {
-            bdp * (pk / bdp).powf(kn.k_beta)
-        } else {
-            pk
-        };
-        out.q[l] = min(b[C][l], max(pk, cv.flows(l) * kn.burst[C][l]));
+        out.q[l] = min(b[C][l], max(kn.phi_k[C][l], cv.flows(l) * kn.burst[C][l]));
     }
     for l in 0..W {
         b[C][l] += s;
