@@ -31,8 +31,8 @@ mod common;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use polyphony_model::validation::{case, median, Case, Regime};
-use polyphony_model::{Corrected, Correction, FlowSim, FlowSimOptions, ModelOutput, NetworkModel};
-use polyphony_spec::{Bytes, NetworkConfig, Packets};
+use polyphony_model::{Corrected, Correction, FlowSim, FlowSimOptions, ModelOutput, NetworkModel, HEADER_BYTES, MSS};
+use polyphony_spec::{Bytes, KnobKind, KnobSpace, NetworkConfig, Packets};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -69,8 +69,20 @@ struct Args {
 /// The knobs moved, in the order of the six moved configurations (up, then down, per knob).
 const KNOBS: [&str; 3] = ["weight", "K", "initcwnd"];
 
-/// The six moved configurations of `base` for class `i`.
+/// The six moved configurations of `base` for class `i`, each knob clamped to the range the
+/// cases' configurations are drawn from (`KnobSpace::per_class_default`).
 fn moves(base: &NetworkConfig, i: usize, a: &Args) -> Vec<NetworkConfig> {
+    let dscp = base.classes[i].dscp;
+    let space = KnobSpace::per_class_default(&[dscp]);
+    let range = |kind: KnobKind| {
+        space
+            .knobs
+            .iter()
+            .find(|k| k.kind == kind)
+            .map_or((f64::MIN_POSITIVE, f64::MAX), |k| (k.min, k.max))
+    };
+    let (k_lo, k_hi) = range(KnobKind::EcnThreshold);
+    let (w_lo, w_hi) = range(KnobKind::InitCwnd);
     let mut out = Vec::new();
     for knob in 0..KNOBS.len() {
         for up in [true, false] {
@@ -86,11 +98,11 @@ fn moves(base: &NetworkConfig, i: usize, a: &Args) -> Vec<NetworkConfig> {
                 }
                 1 => {
                     let f = if up { a.k_factor } else { 1.0 / a.k_factor };
-                    c.ecn_threshold = Bytes((c.ecn_threshold.0 as f64 * f).clamp(3_000.0, 300_000.0).round() as u64);
+                    c.ecn_threshold = Bytes((c.ecn_threshold.0 as f64 * f).clamp(k_lo, k_hi).round() as u64);
                 }
                 _ => {
                     let f = if up { a.cwnd_factor } else { 1.0 / a.cwnd_factor };
-                    c.init_cwnd = Packets((f64::from(c.init_cwnd.0) * f).clamp(2.0, 64.0).round() as u32);
+                    c.init_cwnd = Packets((f64::from(c.init_cwnd.0) * f).clamp(w_lo, w_hi).round() as u32);
                 }
             }
             out.push(m);
@@ -202,7 +214,7 @@ fn run(c: &Case, a: &Args, correction: &Arc<Correction>) -> Result<Vec<Row>> {
                     flows: pb.1.min(pm.1),
                     resp: [(pm.0 / pb.0).ln(), (fm.0 / fb.0).ln(), (cm.0 / cb.0).ln()],
                     k_per_bdp: base.classes[i].ecn_threshold.0 as f64 / bdp,
-                    cwnd_per_bdp: f64::from(base.classes[i].init_cwnd.0) * 1514.0 / bdp,
+                    cwnd_per_bdp: f64::from(base.classes[i].init_cwnd.0) * (MSS + HEADER_BYTES) as f64 / bdp,
                     timeouts: [base_pkt[0].stats.timeouts, moved_pkt[j].stats.timeouts],
                     drops: [base_pkt[0].stats.dropped, moved_pkt[j].stats.dropped],
                 });
