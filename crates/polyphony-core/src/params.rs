@@ -296,7 +296,7 @@ impl ControllerParams {
 fn bad(field: &str, value: impl ToString, why: &str) -> CoreError {
     CoreError::InvalidParam {
         field: field.into(),
-        value: value.to_string(),
+        value: polyphony_spec::compact_value(value.to_string()),
         why: why.into(),
     }
 }
@@ -502,6 +502,12 @@ mod tests {
             e.contains("trust_radius_init = 0.05") && e.contains("trust_radius_min"),
             "{e}"
         );
+        let p = ControllerParams {
+            regime_factor: -1e300,
+            ..Default::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("regime_factor = -1e300:"), "{e}");
     }
 
     #[test]
