@@ -163,11 +163,13 @@ pub struct SimulateArgs {
     pub export_trace: Option<PathBuf>,
 }
 
-/// `polyphony recommend`.
+/// `polyphony recommend`: what it advises from is either a daemon's state (`--state`) or past
+/// samples with the SLIs just measured (`--samples` and `--slis`, which need each other).
 #[derive(Debug, Args)]
 pub struct RecommendArgs {
-    /// A daemon state directory or its state.json: advise from everything the daemon learned.
-    #[arg(long, value_name = "PATH", required_unless_present = "samples")]
+    /// A daemon state directory or its state.json: advise from everything the daemon learned
+    /// (required unless `--samples` and `--slis` are given).
+    #[arg(long, value_name = "PATH", required_unless_present_any = ["samples", "slis"])]
     pub state: Option<PathBuf>,
     /// The daemon configuration (classes, SLOs, knobs, model, actuators to dry-run).
     #[arg(long, short, value_name = "FILE")]
@@ -176,7 +178,7 @@ pub struct RecommendArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "state", requires = "slis")]
     pub samples: Option<PathBuf>,
     /// The SLIs just measured (JSON `SliVector`) under the last sample's configuration.
-    #[arg(long, value_name = "FILE", requires = "samples")]
+    #[arg(long, value_name = "FILE", requires = "samples", conflicts_with = "state")]
     pub slis: Option<PathBuf>,
     /// A workload trace (JSON lines, CSV, or a flow trace from `simulate --export-trace`);
     /// default: the config's workload source.
@@ -250,6 +252,26 @@ mod tests {
         // A float flag takes it, for its own range check to name.
         let ok = Cli::try_parse_args(["polyphony", "demo", "--measure-s", "-2"]).unwrap();
         assert!(matches!(ok.command, Command::Demo(d) if d.measure_s == Some(-2.0)));
+    }
+
+    #[test]
+    fn recommend_names_the_one_flag_missing() {
+        let parse = |extra: &[&str]| {
+            let base = ["polyphony", "recommend", "-c", "d.toml"];
+            Cli::try_parse_from(base.iter().chain(extra))
+        };
+        let missing = |extra: &[&str]| one_line(&parse(extra).unwrap_err());
+        // `--slis` alone lacks only `--samples` (a `--state` would conflict with it).
+        let l = missing(&["--slis", "s.json"]);
+        assert!(l.contains("--samples") && !l.contains("--state"), "{l}");
+        // Neither source: the daemon's state is asked for (`--help` names the alternative).
+        let l = missing(&[]);
+        assert!(l.contains("--state"), "{l}");
+        // `--samples` without the SLIs just measured.
+        let l = missing(&["--samples", "p.jsonl"]);
+        assert!(l.contains("--slis"), "{l}");
+        assert!(parse(&["--state", "/var/lib/polyphony"]).is_ok());
+        assert!(parse(&["--samples", "p.jsonl", "--slis", "s.json"]).is_ok());
     }
 
     #[test]

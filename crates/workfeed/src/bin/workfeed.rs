@@ -14,10 +14,12 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    // Colour only on a terminal: under systemd the escape codes would land in the journal.
+    // Logs go to stderr, as the other binaries' do, coloured only on a terminal: under systemd
+    // the escape codes would land in the journal.
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let mut registry = Registry::default();
