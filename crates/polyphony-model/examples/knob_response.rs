@@ -61,7 +61,9 @@ struct Args {
     /// pktsim's runs are read from / written to this directory.
     #[arg(long)]
     pktsim_cache: Option<std::path::PathBuf>,
-    /// One row per (case, move, class) with the three responses.
+    /// One row per (case, move, class): the three responses, the moved class's base K and
+    /// initial window per BDP and weight, pktsim's timeouts and drops, the case's class count,
+    /// and the row class's load, size distribution and base p99 in pktsim and flowsim.
     #[arg(long)]
     csv: Option<String>,
 }
@@ -125,7 +127,7 @@ fn moved_by(base: &NetworkConfig, m: &NetworkConfig, i: usize, knob: usize) -> f
 }
 
 /// One class's responses to one move.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Row {
     seed: u64,
     regime: Regime,
@@ -142,6 +144,14 @@ struct Row {
     /// pktsim's retransmission timeouts and drops, base and moved run.
     timeouts: [u64; 2],
     drops: [u64; 2],
+    /// The moved class's weight in the base configuration, and how many classes the case has.
+    weight: f64,
+    classes: usize,
+    /// The row's class: its offered load (fraction of the busiest tier) and size distribution.
+    load: f64,
+    size_cdf: String,
+    /// The row's class p99 in the base configuration: pktsim, flowsim.
+    base_p99: [f64; 2],
 }
 
 fn p99s(o: &ModelOutput, c: &Case) -> Vec<Option<(f64, u64)>> {
@@ -192,6 +202,13 @@ fn run(c: &Case, a: &Args, correction: &Arc<Correction>) -> Result<Vec<Row>> {
     let pk_base = p99s(&base_pkt[0], c);
     let fs_base = p99s(&fs[0], c);
     let co_base = p99s(&co[0], c);
+    // Each class's mix entry (by DSCP), for the rows.
+    let mix: Vec<&polyphony_spec::ClassMix> = c
+        .scenario
+        .classes
+        .iter()
+        .filter_map(|cl| c.scenario.mix.iter().find(|m| m.dscp == cl.dscp))
+        .collect();
     let mut rows = Vec::new();
     for (j, m) in moved.iter().enumerate() {
         let knob = j / 2;
@@ -217,6 +234,11 @@ fn run(c: &Case, a: &Args, correction: &Arc<Correction>) -> Result<Vec<Row>> {
                     cwnd_per_bdp: f64::from(base.classes[i].init_cwnd.0) * (MSS + HEADER_BYTES) as f64 / bdp,
                     timeouts: [base_pkt[0].stats.timeouts, moved_pkt[j].stats.timeouts],
                     drops: [base_pkt[0].stats.dropped, moved_pkt[j].stats.dropped],
+                    weight: base.classes[i].weight,
+                    classes: c.scenario.classes.len(),
+                    load: mix.get(k).map_or(f64::NAN, |m| m.load),
+                    size_cdf: mix.get(k).map_or_else(String::new, |m| m.size_cdf.clone()),
+                    base_p99: [pb.0, fb.0],
                 });
             }
         }
@@ -292,10 +314,10 @@ fn main() -> Result<()> {
     })?;
     let rows: Vec<Row> = per_case.into_iter().flatten().collect();
     if let Some(path) = &a.csv {
-        let mut text = String::from("seed,regime,knob,up,own,flows,pktsim,flowsim,corrected,k_per_bdp,cwnd_per_bdp,timeouts_base,timeouts_moved,drops_base,drops_moved\n");
+        let mut text = String::from("seed,regime,knob,up,own,flows,pktsim,flowsim,corrected,k_per_bdp,cwnd_per_bdp,timeouts_base,timeouts_moved,drops_base,drops_moved,weight,classes,load,size_cdf,pktsim_p99,flowsim_p99\n");
         for r in &rows {
             text += &format!(
-                "{},{},{},{},{},{},{:.5},{:.5},{:.5},{:.4},{:.4},{},{},{},{}\n",
+                "{},{},{},{},{},{},{:.5},{:.5},{:.5},{:.4},{:.4},{},{},{},{},{:.4},{},{:.4},{},{:.3},{:.3}\n",
                 r.seed,
                 r.regime,
                 KNOBS[r.knob],
@@ -310,7 +332,13 @@ fn main() -> Result<()> {
                 r.timeouts[0],
                 r.timeouts[1],
                 r.drops[0],
-                r.drops[1]
+                r.drops[1],
+                r.weight,
+                r.classes,
+                r.load,
+                &r.size_cdf,
+                r.base_p99[0],
+                r.base_p99[1]
             );
         }
         std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
@@ -344,7 +372,7 @@ fn main() -> Result<()> {
         .filter(|r| r.own)
         .map(|r| Row {
             resp: if r.up { r.resp } else { r.resp.map(|x| -x) },
-            ..*r
+            ..r.clone()
         })
         .collect();
     let mut groups: BTreeMap<(usize, String), Vec<&Row>> = BTreeMap::new();
