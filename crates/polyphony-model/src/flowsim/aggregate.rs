@@ -444,17 +444,6 @@ struct Pending<const W: usize> {
     q: [F; W],
 }
 
-/// EXPERIMENT: `POLY_WQ` (default 0, the shipped model).
-fn wq_factor() -> F {
-    static V: std::sync::OnceLock<F> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        std::env::var("POLY_WQ")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
-    })
-}
-
 /// Flow `f` of class `C` arrives on `link`: drain the backlogs since the previous arrival,
 /// shift the class's curve, note what the flow's delay needs, add the flow to the class.
 #[inline(always)]
@@ -493,13 +482,11 @@ fn arrive<const W: usize, const NC: usize, const C: usize>(
     }
     out.ts = cv.at(&f.point);
     // The class's GPS share, with itself counted as backlogged: 1 / share = Σw / (r·w_c).
-    // EXPERIMENT (POLY_WQ = a): another class competes only while its backlog exceeds a · r · RTT.
-    let theta = wq_factor() * r * f.rtt;
     out.wa = kn.w[C];
     for j in 0..NC {
         if j != C {
             for l in 0..W {
-                out.wa[l] += if b[j][l] > theta { kn.w[j][l] } else { 0.0 };
+                out.wa[l] += if b[j][l] > 0.0 { kn.w[j][l] } else { 0.0 };
             }
         }
     }
