@@ -500,12 +500,6 @@ fn arrive<const W: usize, const NC: usize, const C: usize>(
     out
 }
 
-/// EXPERIMENT: `POLY_ULR` set (the shipped model without it).
-fn ulr() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("POLY_ULR").is_ok_and(|v| v == "1"))
-}
-
 /// Adds flow `f`'s delay on `link` to `ex`, from what [`arrive`] noted.
 #[inline(always)]
 fn delay<const W: usize>(link: &AggLink, f: &AggFlow, pd: &Pending<W>, kn: &Knobs<W>, ex: &mut [F; W]) {
@@ -518,12 +512,7 @@ fn delay<const W: usize>(link: &AggLink, f: &AggFlow, pd: &Pending<W>, kn: &Knob
         let inv_rho = (inv_share * min(f.inv_avail, inv_share)).sqrt();
         // Later arrivals share the class too: the own transfer stretches by 1 / (1 − u), u
         // the class's offered load over its service rate (processor sharing's mean).
-        // EXPERIMENT (POLY_ULR = 1): u against the class's long-run capacity, max(avail, share).
-        let u = if ulr() {
-            min(f.load * min(f.inv_avail, inv_share), U_MAX)
-        } else {
-            min(f.load * inv_rho, U_MAX)
-        };
+        let u = min(f.load * inv_rho, U_MAX);
         let ps = max(pd.ts[l].mul_add(inv_rho, s * inv_rho / (1.0 - u)) - f.work_inv_r, 0.0);
         // Slow-start rounds: the bit length of ⌈segs / initcwnd⌉ (from the float's
         // exponent), at most k_lim. The product is nudged down by 2⁻²⁰ so that an exact
