@@ -500,12 +500,6 @@ fn arrive<const W: usize, const NC: usize, const C: usize>(
     out
 }
 
-/// EXPERIMENT: `POLY_QLR` set (the shipped model without it).
-fn qlr() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("POLY_QLR").is_ok_and(|v| v == "1"))
-}
-
 /// Adds flow `f`'s delay on `link` to `ex`, from what [`arrive`] noted.
 #[inline(always)]
 fn delay<const W: usize>(link: &AggLink, f: &AggFlow, pd: &Pending<W>, kn: &Knobs<W>, ex: &mut [F; W]) {
@@ -526,9 +520,7 @@ fn delay<const W: usize>(link: &AggLink, f: &AggFlow, pd: &Pending<W>, kn: &Knob
         let m = (f.segs * kn.inv_init[c][l] * (1.0 - 1.0 / (1u32 << 20) as F)).ceil();
         let bits = ((m.to_bits() >> 23) as i32 - 126) as F;
         let k = min(bits, kn.k_lim[c][l]);
-        // EXPERIMENT (POLY_QLR = 1): the standing queue drains at the class's long-run capacity.
-        let inv_q = if qlr() { min(f.inv_avail, inv_share) } else { inv_rho };
-        ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_q, ps));
+        ex[l] += (k - 1.0).mul_add(f.rtt, (k * pd.q[l]).mul_add(inv_rho, ps));
     }
 }
 
