@@ -86,11 +86,6 @@ struct Args {
     /// With `--replay`: rounds one base RTT apart whatever they found (no ACK clocking).
     #[arg(long)]
     replay_fixed_rounds: bool,
-    /// Append flowsim's response from a reference configuration of the same window
-    /// (cross-validation only): `uniform` (equal weights, K = 30 kB, initcwnd 10) or `first`
-    /// (the case's first configuration, with the own knobs' log ratios to it).
-    #[arg(long)]
-    reference: Option<String>,
     /// Diagnose the first N cases instead of training: per class, pktsim's and flowsim's tail
     /// flows (slowdown ≥ their p99) compared flow by flow (pktsim rerun with per-flow output,
     /// first configuration of each case).
@@ -198,25 +193,10 @@ fn case_data(
     extra: bool,
     replay: (bool, bool, bool),
     windows: u64,
-    reference: Option<&str>,
 ) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let pkt = common::pktcache::median_over(c, 0..windows.max(1), "dev", cache)?;
     let flowsim = FlowSim::default();
-    let refcfg = match reference {
-        None => None,
-        Some("uniform") => Some(polyphony_spec::NetworkConfig::uniform(
-            &input.classes,
-            polyphony_spec::Bytes(30_000),
-            polyphony_spec::Packets(10),
-        )),
-        Some("first") => Some(c.configs[0].clone()),
-        Some(x) => bail!("--reference {x}: expected uniform or first"),
-    };
-    let refout = match &refcfg {
-        Some(rc) => Some(flowsim.run(&input, rc)?),
-        None => None,
-    };
     let mut rows = Vec::new();
     for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
         let (fo, fs) = r?;
@@ -247,22 +227,6 @@ fn case_data(
                     _ => [0.0, 0.0],
                 };
                 f.extend(x.map(|x| if x.is_finite() { x as f32 } else { 0.0 }));
-            }
-        }
-        if let (Some(rc), Some(ro)) = (&refcfg, &refout) {
-            for (ci, f) in &mut fs {
-                let d = input.classes[*ci];
-                let at = |o: &ModelOutput| o.sli.classes.iter().find(|s| s.dscp == d).map(|s| (s.p50, s.p99));
-                let (x50, x99) = at(&fo).unwrap_or((f64::NAN, f64::NAN));
-                let (r50, r99) = at(ro).unwrap_or((f64::NAN, f64::NAN));
-                let mut v = vec![(x99 / r99).ln(), r99.ln(), (x50 / r50).ln()];
-                if reference == Some("first") {
-                    let (a, b) = (&c.configs[k].classes[*ci], &rc.classes[*ci]);
-                    v.push((a.weight / b.weight).ln());
-                    v.push((a.ecn_threshold.0 as f64 / b.ecn_threshold.0 as f64).ln());
-                    v.push((a.init_cwnd.0 as f64 / b.init_cwnd.0 as f64).ln());
-                }
-                f.extend(v.into_iter().map(|x| if x.is_finite() { x as f32 } else { 0.0 }));
             }
         }
         rows.push((po, fo, fs));
@@ -709,7 +673,6 @@ fn main() -> Result<()> {
             a.extra,
             (a.replay, a.replay_first, a.replay_fixed_rounds),
             a.target_windows,
-            a.reference.as_deref(),
         )
     })?;
     if let Some(path) = &a.dump {
@@ -721,7 +684,7 @@ fn main() -> Result<()> {
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if target != Target::Ratio || a.extra || a.replay || a.reference.is_some() || !without.is_empty() {
+    if target != Target::Ratio || a.extra || a.replay || !without.is_empty() {
         bail!("--excess, --direct, --extra, --replay and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data
