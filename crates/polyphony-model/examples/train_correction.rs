@@ -86,10 +86,6 @@ struct Args {
     /// With `--replay`: rounds one base RTT apart whatever they found (no ACK clocking).
     #[arg(long)]
     replay_fixed_rounds: bool,
-    /// Append a second flowsim's class p99 as a second opinion (cross-validation only):
-    /// `noq` (no standing queue, no slow-start rounds), `phi1` / `phi6` (queue factor 1 / 6).
-    #[arg(long)]
-    second: Option<String>,
     /// Diagnose the first N cases instead of training: per class, pktsim's and flowsim's tail
     /// flows (slowdown ≥ their p99) compared flow by flow (pktsim rerun with per-flow output,
     /// first configuration of each case).
@@ -197,27 +193,10 @@ fn case_data(
     extra: bool,
     replay: (bool, bool, bool),
     windows: u64,
-    second: Option<&str>,
 ) -> Result<CaseData> {
     let input = polyphony_model::scenario_input(&c.scenario, c.duration(), c.seed)?;
     let pkt = common::pktcache::median_over(c, 0..windows.max(1), "dev", cache)?;
     let flowsim = FlowSim::default();
-    let second = match second {
-        None => None,
-        Some(v) => {
-            let mut o = polyphony_model::FlowSimOptions::default();
-            match v {
-                "noq" => {
-                    o.standing_queue = false;
-                    o.slow_start = false;
-                }
-                "phi1" => o.queue_factor = 1.0,
-                "phi6" => o.queue_factor = 6.0,
-                x => bail!("--second {x}: expected noq, phi1 or phi6"),
-            }
-            Some(FlowSim::new(o))
-        }
-    };
     let mut rows = Vec::new();
     for (k, (r, po)) in features(&flowsim, &input, &c.configs).into_iter().zip(pkt).enumerate() {
         let (fo, fs) = r?;
@@ -248,17 +227,6 @@ fn case_data(
                     _ => [0.0, 0.0],
                 };
                 f.extend(x.map(|x| if x.is_finite() { x as f32 } else { 0.0 }));
-            }
-        }
-        if let Some(sv) = &second {
-            let so = sv.run(&input, &c.configs[k])?;
-            for (ci, f) in &mut fs {
-                let d = input.classes[*ci];
-                let at = |o: &ModelOutput| o.sli.classes.iter().find(|s| s.dscp == d).map(|s| (s.p50, s.p99));
-                let (x50, x99) = at(&fo).unwrap_or((f64::NAN, f64::NAN));
-                let (v50, v99) = at(&so).unwrap_or((f64::NAN, f64::NAN));
-                let v = [(v99 / x99).ln(), v99.ln(), (v50 / x50).ln()];
-                f.extend(v.into_iter().map(|x| if x.is_finite() { x as f32 } else { 0.0 }));
             }
         }
         rows.push((po, fo, fs));
@@ -705,7 +673,6 @@ fn main() -> Result<()> {
             a.extra,
             (a.replay, a.replay_first, a.replay_fixed_rounds),
             a.target_windows,
-            a.second.as_deref(),
         )
     })?;
     if let Some(path) = &a.dump {
@@ -717,7 +684,7 @@ fn main() -> Result<()> {
     let Some(out) = &a.out else {
         return Ok(());
     };
-    if target != Target::Ratio || a.extra || a.replay || a.second.is_some() || !without.is_empty() {
+    if target != Target::Ratio || a.extra || a.replay || !without.is_empty() {
         bail!("--excess, --direct, --extra, --replay and --without are for cross-validation; the shipped artifact uses the ratio target and the crate's features");
     }
     let samples: Vec<([f32; N_FEATURES], f32)> = data
