@@ -20,6 +20,11 @@
 //!    windows. Per scenario the *best* is the candidate compliant in the most windows (ties:
 //!    lower mean worst ratio); the *fairest* is the one with the highest mean per-window
 //!    fairness among those compliant in at least half the windows.
+//!    With `refine_rounds` > 0, a local search on pktsim follows per goal in `refine_goals`
+//!    ([`RefineGoal`]): from the screened candidate that scores best, each round replays
+//!    `refine_batch` Gaussian perturbations of its incumbent on the same screening windows (so
+//!    they are compared on the same arrivals) and keeps the best if it scores higher; every
+//!    perturbation joins the candidates the choices are made from.
 //! 3. **Confirmation**: the first candidate and every best and fairest on `confirm_windows` fresh
 //!    windows, so a chosen candidate's numbers are not the maximum of noisy screening numbers.
 //!    A confirmed per-window compliance rate `p` gives P(converge) = P(some run of three
@@ -60,6 +65,12 @@ pub struct CeilingOptions {
     pub intervals: usize,
     /// Seed of the candidates and windows.
     pub seed: u64,
+    /// Rounds of the pktsim-driven local search from the screened candidates (0: none).
+    pub refine_rounds: usize,
+    /// Perturbations of the incumbent replayed per round of the local search.
+    pub refine_batch: usize,
+    /// What the local search looks for (each goal one search per group).
+    pub refine_goals: Vec<RefineGoal>,
 }
 
 impl Default for CeilingOptions {
@@ -73,6 +84,9 @@ impl Default for CeilingOptions {
             confirm_windows: 20,
             intervals: 10,
             seed: 0,
+            refine_rounds: 0,
+            refine_batch: 8,
+            refine_goals: vec![RefineGoal::Compliance, RefineGoal::Fairness],
         }
     }
 }
@@ -91,10 +105,15 @@ pub enum Origin {
     /// Among flowsim's fairest of the pool configurations it predicts compliant in at least
     /// half the screening windows.
     FairRanked,
+    /// Found by the pktsim-driven local search for the most compliant configuration.
+    RefinedBest,
+    /// Found by the pktsim-driven local search for the fairest half-compliant configuration.
+    RefinedFair,
 }
 
 impl Origin {
-    /// `reference`, `default`, `random`, `flowsim-ranked` or `flowsim-fairest`.
+    /// `reference`, `default`, `random`, `flowsim-ranked`, `flowsim-fairest`,
+    /// `pktsim-refined-best` or `pktsim-refined-fairest`.
     pub fn name(self) -> &'static str {
         match self {
             Origin::Reference => "reference",
@@ -102,6 +121,8 @@ impl Origin {
             Origin::Random => "random",
             Origin::Ranked => "flowsim-ranked",
             Origin::FairRanked => "flowsim-fairest",
+            Origin::RefinedBest => "pktsim-refined-best",
+            Origin::RefinedFair => "pktsim-refined-fairest",
         }
     }
 }
@@ -316,27 +337,21 @@ pub fn search_cell(
     let configs: Vec<&NetworkConfig> = candidates.iter().map(|c| &c.1).collect();
     let all: Vec<usize> = (0..candidates.len()).collect();
     let slis = replay_all(&ground, &configs, &all, &screen, 0, progress)?;
-    let n = screen.len().max(1) as f64;
-    let scored: Vec<Candidate> = candidates
+    let mut scored: Vec<Candidate> = candidates
         .into_iter()
-        .enumerate()
-        .map(|(c, (origin, config))| Candidate {
-            origin,
-            config,
-            screen_met: cell
-                .iter()
-                .map(|p| slis[c].iter().filter(|sli| met(&ratios(sli, p))).count())
-                .collect(),
-            screen_worst: cell
-                .iter()
-                .map(|p| slis[c].iter().map(|sli| worst(&ratios(sli, p))).sum::<f64>() / n)
-                .collect(),
-            screen_fair: cell
-                .iter()
-                .map(|p| slis[c].iter().map(|sli| fairness(&ratios(sli, p))).sum::<f64>() / n)
-                .collect(),
-        })
+        .zip(&slis)
+        .map(|((origin, config), s)| screened(cell, origin, config, s))
         .collect();
+
+    // The local search on pktsim, on the same screening windows: for the most compliant and
+    // for the fairest half-compliant configuration of the whole group.
+    if opts.refine_rounds > 0 {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix(opts.seed ^ 0x12EF_14E5));
+        for &goal in &opts.refine_goals {
+            let found = refine(goal, &scored, cell, &space, &ground, &screen, opts, &mut rng, progress)?;
+            scored.extend(found);
+        }
+    }
 
     // Choices per scenario: the most often compliant, the fairest of the half-compliant.
     let best: Vec<usize> = (0..cell.len())
@@ -439,9 +454,169 @@ fn replay_all(
     Ok(slis.chunks(windows.len().max(1)).map(<[SliVector]>::to_vec).collect())
 }
 
+/// A configuration's screening numbers against every scenario of the group.
+fn screened(cell: &[Planned], origin: Origin, config: NetworkConfig, slis: &[SliVector]) -> Candidate {
+    let n = slis.len().max(1) as f64;
+    Candidate {
+        origin,
+        config,
+        screen_met: cell
+            .iter()
+            .map(|p| slis.iter().filter(|sli| met(&ratios(sli, p))).count())
+            .collect(),
+        screen_worst: cell
+            .iter()
+            .map(|p| slis.iter().map(|sli| worst(&ratios(sli, p))).sum::<f64>() / n)
+            .collect(),
+        screen_fair: cell
+            .iter()
+            .map(|p| slis.iter().map(|sli| fairness(&ratios(sli, p))).sum::<f64>() / n)
+            .collect(),
+    }
+}
+
+/// What the local search maximises over the group's scenarios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RefineGoal {
+    /// Compliant screening windows summed over the scenarios, then the lower summed mean
+    /// worst ratio.
+    Compliance,
+    /// Compliant in at least half the screening windows in every scenario, then the mean over
+    /// the scenarios of the mean per-window fairness.
+    Fairness,
+}
+
+impl RefineGoal {
+    /// The candidate's score, compared lexicographically (higher is better).
+    fn score(self, c: &Candidate, windows: usize) -> (f64, f64) {
+        match self {
+            RefineGoal::Compliance => (
+                c.screen_met.iter().sum::<usize>() as f64,
+                -c.screen_worst.iter().sum::<f64>(),
+            ),
+            RefineGoal::Fairness => (
+                f64::from(u8::from(c.screen_met.iter().all(|&m| 2 * m >= windows))),
+                c.screen_fair.iter().sum::<f64>() / c.screen_fair.len().max(1) as f64,
+            ),
+        }
+    }
+
+    fn origin(self) -> Origin {
+        match self {
+            RefineGoal::Compliance => Origin::RefinedBest,
+            RefineGoal::Fairness => Origin::RefinedFair,
+        }
+    }
+}
+
+fn better(a: (f64, f64), b: (f64, f64)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 > b.1)
+}
+
+/// A (1, λ) local search with an elitist incumbent: from the screened candidate that scores
+/// best for `goal`, each round replays `refine_batch` Gaussian perturbations of the incumbent
+/// (in the optimisation coordinates: hypercube knobs by 0.15, weight logits by 0.5, halved
+/// after every round that finds nothing better; categorical knobs kept) on the screening
+/// windows, and the best of them replaces the incumbent if it scores higher. Returns every
+/// configuration it replayed, so the per-scenario choices and the confirmation see them all.
+/// The compliance search does not run where its start met every SLO in every screening window.
+#[allow(clippy::too_many_arguments)]
+fn refine(
+    goal: RefineGoal,
+    scored: &[Candidate],
+    cell: &[Planned],
+    space: &Space,
+    ground: &PktsimGround,
+    screen: &[Arc<Workload>],
+    opts: &CeilingOptions,
+    rng: &mut Xoshiro256PlusPlus,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<Candidate>, EvalError> {
+    use rand_distr::{Distribution, StandardNormal};
+    let n = screen.len();
+    let Some(start) = (0..scored.len()).max_by(|&a, &b| {
+        let (x, y) = (goal.score(&scored[a], n), goal.score(&scored[b], n));
+        x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1))
+    }) else {
+        return Ok(Vec::new());
+    };
+    // Nothing to gain on the count where the start already met every scenario's SLOs in every
+    // screening window.
+    if goal == RefineGoal::Compliance && scored[start].screen_met.iter().all(|&m| m == n) {
+        return Ok(Vec::new());
+    }
+    let base = &cell[0].start;
+    let scenario = |e: polyphony_core::CoreError| EvalError::Scenario(e.to_string());
+    let mut incumbent = scored[start].clone();
+    let mut best = goal.score(&incumbent, n);
+    let mut z = space.opt_of(&space.point_of_config(&incumbent.config).map_err(scenario)?);
+    let (mut step_h, mut step_l) = (0.15, 0.5);
+    let mut found = Vec::new();
+    for _ in 0..opts.refine_rounds {
+        let mut batch: Vec<(Vec<f64>, NetworkConfig)> = Vec::with_capacity(opts.refine_batch);
+        for _ in 0..opts.refine_batch {
+            // A few redraws if rounding lands on the incumbent itself.
+            for _ in 0..8 {
+                let y: Vec<f64> = z
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| {
+                        if space.choices_at(i).is_some() {
+                            v
+                        } else {
+                            let g: f64 = StandardNormal.sample(rng);
+                            v + g * if i < space.n_hypercube() { step_h } else { step_l }
+                        }
+                    })
+                    .collect();
+                let config = space.config_of(&space.point_of(&y), base).map_err(scenario)?;
+                if config != incumbent.config {
+                    batch.push((space.opt_of(&space.point_of(&y)), config));
+                    break;
+                }
+            }
+        }
+        let configs: Vec<&NetworkConfig> = batch.iter().map(|b| &b.1).collect();
+        let which: Vec<usize> = (0..configs.len()).collect();
+        let slis = replay_all(ground, &configs, &which, screen, 0, progress)?;
+        let round: Vec<(Vec<f64>, Candidate)> = batch
+            .into_iter()
+            .zip(&slis)
+            .map(|((y, config), s)| (y, screened(cell, goal.origin(), config, s)))
+            .collect();
+        let top = round
+            .iter()
+            .enumerate()
+            .fold(None::<(usize, (f64, f64))>, |acc, (i, (_, c))| {
+                let s = goal.score(c, n);
+                match acc {
+                    Some((_, b)) if !better(s, b) => acc,
+                    _ => Some((i, s)),
+                }
+            });
+        match top {
+            Some((i, s)) if better(s, best) => {
+                best = s;
+                z = round[i].0.clone();
+                incumbent = round[i].1.clone();
+            }
+            _ => {
+                step_h /= 2.0;
+                step_l /= 2.0;
+            }
+        }
+        found.extend(round.into_iter().map(|(_, c)| c));
+    }
+    Ok(found)
+}
+
 /// Replays one group of `scenarios` needs at most (for a progress bar).
 pub fn replays_per_cell(opts: &CeilingOptions, scenarios: usize) -> u64 {
-    ((1 + opts.random + opts.ranked + opts.fair_ranked) * opts.screen_windows
+    ((1 + opts.random
+        + opts.ranked
+        + opts.fair_ranked
+        + opts.refine_goals.len() * opts.refine_rounds * opts.refine_batch)
+        * opts.screen_windows
         + (1 + 2 * scenarios) * opts.confirm_windows) as u64
 }
 
@@ -509,12 +684,13 @@ pub fn summary(cells: &[CellCeiling], opts: &CeilingOptions, runs: usize, comman
     let _ = writeln!(s, "Regenerate:\n\n```\n{command}\n```\n\n{provenance}\n");
     let _ = writeln!(
         s,
-        "Per group at most {} candidates (the {first_name}, {} random, flowsim's best {} of {} random and its fairest {} of those it predicts compliant in half the windows) on {} screening windows; the {first_name}, and per scenario the best and the fairest, confirmed on {} fresh windows. P(converge) = P(a run of {} compliant windows among {}) at the confirmed rate; P(majority) = P(more than half of {} run(s) converge). Fairness = min r / max r over the classes (r = p99 / SLO): the mean over windows, and of the classes' mean r.\n",
-        1 + opts.random + opts.ranked + opts.fair_ranked,
+        "Per group at most {} candidates (the {first_name}, {} random, flowsim's best {} of {} random and its fairest {} of those it predicts compliant in half the windows{}) on {} screening windows; the {first_name}, and per scenario the best and the fairest, confirmed on {} fresh windows. P(converge) = P(a run of {} compliant windows among {}) at the confirmed rate; P(majority) = P(more than half of {} run(s) converge). Fairness = min r / max r over the classes (r = p99 / SLO): the mean over windows, and of the classes' mean r.\n",
+        1 + opts.random + opts.ranked + opts.fair_ranked + opts.refine_goals.len() * opts.refine_rounds * opts.refine_batch,
         opts.random,
         opts.ranked,
         opts.pool,
         opts.fair_ranked,
+        refined_text(opts),
         opts.screen_windows,
         opts.confirm_windows,
         CONVERGENCE_K,
@@ -575,6 +751,27 @@ pub fn summary(cells: &[CellCeiling], opts: &CeilingOptions, runs: usize, comman
     s
 }
 
+/// The local search's part of the summary's candidate sentence.
+fn refined_text(opts: &CeilingOptions) -> String {
+    if opts.refine_rounds == 0 || opts.refine_goals.is_empty() {
+        return String::new();
+    }
+    let goals: Vec<&str> = opts
+        .refine_goals
+        .iter()
+        .map(|g| match g {
+            RefineGoal::Compliance => "from its most compliant candidate for the most compliant windows (`pktsim-refined-best`; not run where that candidate met every SLO in every window)",
+            RefineGoal::Fairness => "from its fairest half-compliant candidate for the fairest half-compliant configuration (`pktsim-refined-fairest`)",
+        })
+        .collect();
+    format!(
+        "; then per group a pktsim-driven local search on the screening windows, {} rounds of {} perturbations, {}",
+        opts.refine_rounds,
+        opts.refine_batch,
+        goals.join(" and one ")
+    )
+}
+
 /// Every candidate's screening, one row per (scenario, candidate).
 pub fn candidates_csv(cells: &[CellCeiling]) -> String {
     use std::fmt::Write;
@@ -633,8 +830,8 @@ mod tests {
         assert!((p_majority(0.5, 3) - 0.5).abs() < 1e-12);
     }
 
-    #[test]
-    fn a_small_cell_screens_every_candidate_and_confirms_the_reference() {
+    /// One scale cell (high and low) on a 4 × 2 leaf-spine.
+    fn small_cell() -> Vec<Planned> {
         let so = ScaleOptions {
             racks: 4,
             hosts_per_rack: 2,
@@ -643,7 +840,22 @@ mod tests {
             cells: 1,
             ..ScaleOptions::default()
         };
-        let planned = scale::plan(&so, 0, &|_| {}).expect("plan");
+        scale::plan(&so, 0, &|_| {}).expect("plan")
+    }
+
+    /// The search on `planned` and the number of pktsim replays it made.
+    fn counted_search(planned: &[Planned], opts: &CeilingOptions) -> (CellCeiling, u64) {
+        let replays = std::sync::atomic::AtomicU64::new(0);
+        let cell = search_cell(planned, opts, &|| {
+            replays.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .expect("search");
+        (cell, replays.into_inner())
+    }
+
+    #[test]
+    fn a_small_cell_screens_every_candidate_and_confirms_the_reference() {
+        let planned = small_cell();
         let opts = CeilingOptions {
             random: 2,
             pool: 8,
@@ -653,11 +865,7 @@ mod tests {
             confirm_windows: 4,
             ..CeilingOptions::default()
         };
-        let replays = std::sync::atomic::AtomicU64::new(0);
-        let cell = search_cell(&planned, &opts, &|| {
-            replays.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        })
-        .expect("search");
+        let (cell, n) = counted_search(&planned, &opts);
         let k = cell.candidates.len();
         assert!((5..=7).contains(&k), "{k} candidates");
         assert!(cell.candidates[5..].iter().all(|c| c.origin == Origin::FairRanked));
@@ -677,7 +885,6 @@ mod tests {
             .flatten()
             .collect();
         assert!(chosen.contains(&0));
-        let n = replays.load(std::sync::atomic::Ordering::Relaxed);
         assert_eq!(n, (k * 3 + chosen.len() * 4) as u64);
         assert!(n <= replays_per_cell(&opts, 2));
         for (s, sc) in cell.scenarios.iter().enumerate() {
@@ -708,5 +915,58 @@ mod tests {
         let page = summary(std::slice::from_ref(&cell), &opts, 3, "cmd", "prov");
         assert!(page.contains("/2; expected"), "{page}");
         assert_eq!(candidates_csv(&[cell]).lines().count(), 1 + 2 * k);
+    }
+
+    #[test]
+    fn the_local_search_screens_its_perturbations_beside_the_candidates() {
+        let planned = small_cell();
+        let opts = CeilingOptions {
+            random: 2,
+            pool: 8,
+            ranked: 1,
+            screen_windows: 3,
+            confirm_windows: 2,
+            refine_rounds: 2,
+            refine_batch: 2,
+            ..CeilingOptions::default()
+        };
+        let (cell, n) = counted_search(&planned, &opts);
+        let screened = 1 + opts.random + opts.ranked;
+        let (base, refined) = cell.candidates.split_at(screened);
+        assert!(base
+            .iter()
+            .all(|c| !matches!(c.origin, Origin::RefinedBest | Origin::RefinedFair)));
+        let fair = refined.iter().filter(|c| c.origin == Origin::RefinedFair).count();
+        let best = refined.iter().filter(|c| c.origin == Origin::RefinedBest).count();
+        assert_eq!(fair + best, refined.len());
+        assert!(fair <= 4 && best <= 4, "{fair} fair, {best} best");
+        // The compliance search runs unless its start met every SLO in every window.
+        let start_full = base.iter().any(|c| c.screen_met.iter().all(|&m| m == 3));
+        assert_eq!(best == 0, start_full);
+        assert!(fair > 0, "the fairness search always runs");
+        // Every perturbation is a configuration of the space, screened against both scenarios.
+        for c in refined {
+            let w: f64 = c.config.classes.iter().map(|k| k.weight).sum();
+            assert!((w - 1.0).abs() < 1e-6, "weights sum to {w}");
+            assert_eq!(c.screen_met.len(), 2);
+            assert!(c.screen_met.iter().all(|&m| m <= 3));
+        }
+        assert!(n <= replays_per_cell(&opts, 2), "{n} replays");
+        assert!(n >= ((screened + refined.len()) * 3) as u64);
+        // The choices see the refined candidates: the best per scenario screened at least as
+        // many compliant windows as every candidate, refined ones included.
+        for (s, sc) in cell.scenarios.iter().enumerate() {
+            let b = &cell.candidates[sc.best.candidate];
+            assert!(cell.candidates.iter().all(|c| c.screen_met[s] <= b.screen_met[s]));
+        }
+        let page = summary(std::slice::from_ref(&cell), &opts, 3, "cmd", "prov");
+        assert!(page.contains("2 rounds of 2 perturbations"), "{page}");
+        // One goal: only its search runs.
+        let fair_only = CeilingOptions {
+            refine_goals: vec![RefineGoal::Fairness],
+            ..opts.clone()
+        };
+        let cell = search_cell(&planned, &fair_only, &|| {}).expect("search");
+        assert!(cell.candidates.iter().all(|c| c.origin != Origin::RefinedBest));
     }
 }

@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use polyphony_bench::ceiling::{self, CeilingOptions};
+use polyphony_bench::ceiling::{self, CeilingOptions, RefineGoal};
 use polyphony_bench::scale::{self, ScaleArgs};
 use polyphony_bench::studies::{self, Study, StudyOptions, Tightness};
 use polyphony_bench::EvalError;
@@ -69,6 +69,16 @@ struct Args {
     /// Seed of the candidates and the windows.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Rounds of a pktsim-driven local search on the screening windows, from the most compliant
+    /// and from the fairest half-compliant screened candidate of each group (0: none).
+    #[arg(long, default_value_t = 0)]
+    refine_rounds: usize,
+    /// Perturbations of the incumbent replayed per round of the local search.
+    #[arg(long, default_value_t = 8)]
+    refine_batch: usize,
+    /// What the local search looks for, one search per goal and group.
+    #[arg(long, value_delimiter = ',', default_value = "compliance,fairness")]
+    refine_goals: Vec<RefineGoal>,
     /// Replays in parallel.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -89,10 +99,16 @@ fn main() {
 
 fn run() -> Result<()> {
     let a = Args::parse();
-    if a.screen_windows == 0 || a.confirm_windows == 0 || a.intervals == 0 || a.runs == 0 || a.jobs == 0 {
+    if a.screen_windows == 0
+        || a.confirm_windows == 0
+        || a.intervals == 0
+        || a.runs == 0
+        || a.jobs == 0
+        || (a.refine_rounds > 0 && a.refine_batch == 0)
+    {
         return Err(EvalError::Usage(format!(
-            "--screen-windows {}, --confirm-windows {}, --intervals {}, --runs {}, --jobs {}: each must be at least 1",
-            a.screen_windows, a.confirm_windows, a.intervals, a.runs, a.jobs
+            "--screen-windows {}, --confirm-windows {}, --intervals {}, --runs {}, --jobs {}, --refine-batch {} (with --refine-rounds): each must be at least 1",
+            a.screen_windows, a.confirm_windows, a.intervals, a.runs, a.jobs, a.refine_batch
         ))
         .into());
     }
@@ -109,6 +125,9 @@ fn run() -> Result<()> {
         confirm_windows: a.confirm_windows,
         intervals: a.intervals,
         seed: a.seed,
+        refine_rounds: a.refine_rounds,
+        refine_batch: a.refine_batch,
+        refine_goals: a.refine_goals,
     };
     let bar = if a.quiet {
         ProgressBar::hidden()
