@@ -64,7 +64,8 @@ scale_run_p99() {
 CEILING=(cargo run --release -p polyphony-bench --bin ceiling --)
 scale_ceiling() { "${CEILING[@]}" scale --jobs "$JOBS" --quiet --out docs/results/scale-ceiling; }
 ceiling_10g() {
-    "${CEILING[@]}" tightness --scenario-prefix reference-10g --fair-ranked 12 --runs 5 --jobs "$JOBS" --quiet \
+    "${CEILING[@]}" tightness --scenario-prefix reference-10g --fair-ranked 12 --runs 5 --refine-rounds 8 --refine-batch 8 \
+        --jobs "$JOBS" --quiet \
         --out docs/results/convergence-10g/ceiling
 }
 
