@@ -17,8 +17,12 @@
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell (1 min)
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
 #                    seeds 0-4: Polyphony and Bluefin on the mixed space, numeric-only (TUNERS; 1 min)
-#   scale-ceiling    no tuner: the configurations that meet the scale SLOs most often (pktsim search)
-#   ceiling-10g      no tuner: the most often compliant and the fairest configurations at 10 Gbit/s
+#   scale-ceiling    no tuner: the configurations that meet the scale SLOs most often (pktsim search;
+#                    24 min)
+#   scale-ceiling-refined  no tuner: the same on the WebSearch half, then a local search on
+#                    pktsim for the most compliant configuration (46 min)
+#   ceiling-10g      no tuner: the most often compliant and the fairest configurations at 10 Gbit/s,
+#                    with a local search on pktsim for the fairest (39 min)
 #   convergence-testbed  Table 2 on the namespace testbed (root, real time: 74 min), seeds 0-1
 #   ablation-testbed     the ablation on the namespace testbed (root, real time: 37 min), seeds 0-2
 # ITERATIONS (default per study below), JOBS (default 2), TUNERS (comma-separated) and, for
@@ -63,6 +67,10 @@ scale_run_p99() {
 
 CEILING=(cargo run --release -p polyphony-bench --bin ceiling --)
 scale_ceiling() { "${CEILING[@]}" scale --jobs "$JOBS" --quiet --out docs/results/scale-ceiling; }
+scale_ceiling_refined() {
+    "${CEILING[@]}" scale --limit 12 --refine-rounds 5 --refine-batch 8 --refine-goals compliance --jobs "$JOBS" \
+        --quiet --out docs/results/scale-ceiling/websearch-refined
+}
 ceiling_10g() {
     "${CEILING[@]}" tightness --scenario-prefix reference-10g --fair-ranked 12 --runs 5 --refine-rounds 8 --refine-batch 8 \
         --jobs "$JOBS" --quiet \
@@ -112,9 +120,10 @@ for study in "$@"; do
         adaptation) adaptation ;;
         categorical) categorical ;;
         scale-ceiling) scale_ceiling ;;
+        scale-ceiling-refined) scale_ceiling_refined ;;
         ceiling-10g) ceiling_10g ;;
         convergence-testbed) convergence_testbed ;;
         ablation-testbed) ablation_testbed ;;
-        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical scale-ceiling ceiling-10g convergence-testbed ablation-testbed" >&2; exit 2 ;;
+        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical scale-ceiling scale-ceiling-refined ceiling-10g convergence-testbed ablation-testbed" >&2; exit 2 ;;
     esac
 done
