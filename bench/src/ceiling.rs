@@ -513,10 +513,10 @@ fn better(a: (f64, f64), b: (f64, f64)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && a.1 > b.1)
 }
 
-/// A (1, λ) local search with an elitist incumbent: from the screened candidate that scores
-/// best for `goal`, each round replays `refine_batch` Gaussian perturbations of the incumbent
-/// (in the optimisation coordinates: hypercube knobs by 0.15, weight logits by 0.5, halved
-/// after every round that finds nothing better; categorical knobs kept) on the screening
+/// A (1 + λ) local search (the incumbent stays unless beaten): from the screened candidate
+/// that scores best for `goal`, each round replays `refine_batch` Gaussian perturbations of the
+/// incumbent (in the optimisation coordinates: hypercube knobs by 0.15, weight logits by 0.5,
+/// halved after every round that finds nothing better; categorical knobs kept) on the screening
 /// windows, and the best of them replaces the incumbent if it scores higher. Returns every
 /// configuration it replayed, so the per-scenario choices and the confirmation see them all.
 /// The compliance search does not run where its start met every SLO in every screening window.
