@@ -509,8 +509,9 @@ impl RefineGoal {
     }
 }
 
-fn better(a: (f64, f64), b: (f64, f64)) -> bool {
-    a.0 > b.0 || (a.0 == b.0 && a.1 > b.1)
+/// Orders two scores lexicographically.
+fn by_score(a: (f64, f64), b: (f64, f64)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
 }
 
 /// A (1 + λ) local search (the incumbent stays unless beaten): from the screened candidate
@@ -534,10 +535,8 @@ fn refine(
 ) -> Result<Vec<Candidate>, EvalError> {
     use rand_distr::{Distribution, StandardNormal};
     let n = screen.len();
-    let Some(start) = (0..scored.len()).max_by(|&a, &b| {
-        let (x, y) = (goal.score(&scored[a], n), goal.score(&scored[b], n));
-        x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1))
-    }) else {
+    let Some(start) = (0..scored.len()).max_by(|&a, &b| by_score(goal.score(&scored[a], n), goal.score(&scored[b], n)))
+    else {
         return Ok(Vec::new());
     };
     // Nothing to gain on the count where the start already met every scenario's SLOs in every
@@ -547,9 +546,9 @@ fn refine(
     }
     let base = &cell[0].start;
     let scenario = |e: polyphony_core::CoreError| EvalError::Scenario(e.to_string());
-    let mut incumbent = scored[start].clone();
-    let mut best = goal.score(&incumbent, n);
-    let mut z = space.opt_of(&space.point_of_config(&incumbent.config).map_err(scenario)?);
+    let mut incumbent = scored[start].config.clone();
+    let mut best = goal.score(&scored[start], n);
+    let mut z = space.opt_of(&space.point_of_config(&incumbent).map_err(scenario)?);
     let (mut step_h, mut step_l) = (0.15, 0.5);
     let mut found = Vec::new();
     for _ in 0..opts.refine_rounds {
@@ -570,7 +569,7 @@ fn refine(
                     })
                     .collect();
                 let config = space.config_of(&space.point_of(&y), base).map_err(scenario)?;
-                if config != incumbent.config {
+                if config != incumbent {
                     batch.push((space.opt_of(&space.point_of(&y)), config));
                     break;
                 }
@@ -584,21 +583,17 @@ fn refine(
             .zip(&slis)
             .map(|((y, config), s)| (y, screened(cell, goal.origin(), config, s)))
             .collect();
+        // The first of the round's best, if it beats the incumbent.
         let top = round
             .iter()
             .enumerate()
-            .fold(None::<(usize, (f64, f64))>, |acc, (i, (_, c))| {
-                let s = goal.score(c, n);
-                match acc {
-                    Some((_, b)) if !better(s, b) => acc,
-                    _ => Some((i, s)),
-                }
-            });
+            .map(|(i, (_, c))| (i, goal.score(c, n)))
+            .min_by(|a, b| by_score(b.1, a.1));
         match top {
-            Some((i, s)) if better(s, best) => {
+            Some((i, s)) if by_score(s, best).is_gt() => {
                 best = s;
                 z = round[i].0.clone();
-                incumbent = round[i].1.clone();
+                incumbent = round[i].1.config.clone();
             }
             _ => {
                 step_h /= 2.0;

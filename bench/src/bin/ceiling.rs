@@ -69,8 +69,8 @@ struct Args {
     /// Seed of the candidates and the windows.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Rounds of a pktsim-driven local search on the screening windows, from the most compliant
-    /// and from the fairest half-compliant screened candidate of each group (0: none).
+    /// Rounds of a pktsim-driven local search on the screening windows, one per goal of
+    /// --refine-goals and group, from the screened candidate that scores best for it (0: none).
     #[arg(long, default_value_t = 0)]
     refine_rounds: usize,
     /// Perturbations of the incumbent replayed per round of the local search.
