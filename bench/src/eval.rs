@@ -10,6 +10,7 @@ use crate::studies::{Planned, Study};
 use crate::{plots, tuners, EvalError};
 use polyphony_core::ControllerParams;
 use polyphony_model::{pool, ModelKind};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -65,10 +66,11 @@ impl EvalOptions {
                 tuners::known_names()
             )));
         }
-        if self.ground == GroundKind::Testbed && self.study == Study::Scale {
-            return Err(EvalError::Usage(
-                "--ground testbed: the namespace testbed is a dumbbell; the scale study runs on pktsim".into(),
-            ));
+        if self.ground == GroundKind::Testbed && matches!(self.study, Study::Scale | Study::Fresh) {
+            return Err(EvalError::Usage(format!(
+                "--ground testbed: the namespace testbed is one dumbbell; the {} study runs on pktsim",
+                self.study.name()
+            )));
         }
         if self.jobs == 0 {
             return Err(EvalError::Usage("--jobs 0: give at least 1".into()));
@@ -305,6 +307,9 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
     if o.study == Study::Scale {
         md = scale_overview(results) + &md;
     }
+    if o.study == Study::Fresh {
+        md = fresh_overview(results) + &md;
+    }
     if o.study == Study::Categorical {
         for r in results {
             let _ = writeln!(
@@ -328,6 +333,79 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
 /// One line per scenario for each tuner: converged runs and the median convergence iteration,
 /// and how many scenarios converged (the paper: 19/24 within 6 iterations).
 pub fn scale_overview(results: &[ScenarioResult]) -> String {
+    overview("Scale study overview", "SLOs (AF11 / AF21 / AF31)", results)
+}
+
+/// The fresh study's overview: as the scale study's, then per regime (topology kind × rate band
+/// × load band) and tuner the scenarios converged and the measured intervals in which every SLO
+/// held, over all runs.
+pub fn fresh_overview(results: &[ScenarioResult]) -> String {
+    let mut s = overview("Fresh scenarios overview", "SLOs (per class)", results);
+    // Per regime, per tuner (in first-seen order): scenarios converged, scenarios, compliant
+    // intervals, intervals.
+    let mut tuners: Vec<String> = Vec::new();
+    let mut by: BTreeMap<String, Vec<[usize; 4]>> = BTreeMap::new();
+    for r in results {
+        let regime = crate::fresh::regime_of_label(&r.label).map_or_else(|| "(unknown)".to_string(), |g| g.to_string());
+        for m in report::summarise(&r.traces, r.scenario.interval_s) {
+            let c = regime_cell(&mut tuners, &mut by, &regime, &m.tuner);
+            c[0] += usize::from(m.converged * 2 > m.runs);
+            c[1] += 1;
+        }
+        for trace in &r.traces {
+            let judged = trace.judged_ratios();
+            let c = regime_cell(&mut tuners, &mut by, &regime, &trace.tuner);
+            c[2] += judged.iter().filter(|x| report::slos_met(x)).count();
+            c[3] += judged.len();
+        }
+    }
+    s += "## By regime\n\nPer tuner: scenarios converged (in more than half of their runs) / scenarios · measured intervals in which every SLO held / measured intervals, over all runs.\n\n| regime |";
+    for t in &tuners {
+        let _ = write!(s, " {t} |");
+    }
+    s += "\n|---|";
+    s += &"---|".repeat(tuners.len());
+    s += "\n";
+    let mut total = vec![[0usize; 4]; tuners.len()];
+    for (regime, row) in &by {
+        let _ = write!(s, "| {regime} |");
+        for (t, sum) in total.iter_mut().enumerate() {
+            let c = row.get(t).copied().unwrap_or([0; 4]);
+            for k in 0..4 {
+                sum[k] += c[k];
+            }
+            let _ = write!(s, " {}/{} · {}/{} |", c[0], c[1], c[2], c[3]);
+        }
+        s += "\n";
+    }
+    s += "| **all** |";
+    for c in &total {
+        let _ = write!(s, " {}/{} · {}/{} |", c[0], c[1], c[2], c[3]);
+    }
+    s + "\n\n"
+}
+
+/// The counts of `tuner` in `regime`'s row (the tuner's column added on first sight).
+fn regime_cell<'a>(
+    tuners: &mut Vec<String>,
+    by: &'a mut BTreeMap<String, Vec<[usize; 4]>>,
+    regime: &str,
+    tuner: &str,
+) -> &'a mut [usize; 4] {
+    let t = tuners.iter().position(|t| t == tuner).unwrap_or_else(|| {
+        tuners.push(tuner.to_string());
+        tuners.len() - 1
+    });
+    let row = by.entry(regime.to_string()).or_default();
+    if row.len() <= t {
+        row.resize(t + 1, [0; 4]);
+    }
+    &mut row[t]
+}
+
+/// The overview of a study of many scenarios: per tuner the scenarios converged and the
+/// median convergence iteration, then one row per scenario and tuner.
+fn overview(title: &str, slo_head: &str, results: &[ScenarioResult]) -> String {
     let mut rows = String::new();
     // Per tuner: scenarios converged, scenarios, and the converged scenarios' median
     // convergence iterations.
@@ -365,7 +443,7 @@ pub fn scale_overview(results: &[ScenarioResult]) -> String {
             }
         }
     }
-    let mut s = String::from("# Scale study overview\n\n");
+    let mut s = format!("# {title}\n\n");
     for (t, c, n, its) in &count {
         let median = if its.is_empty() {
             "none converged".to_string()
@@ -377,7 +455,10 @@ pub fn scale_overview(results: &[ScenarioResult]) -> String {
             "* {t}: scenarios converged: {c}/{n} (in more than half of their runs); {median}"
         );
     }
-    s += "\n| scenario | SLOs (AF11 / AF21 / AF31) | tuner | converged runs | convergence iteration |\n|---|---|---|---|---|\n";
+    let _ = write!(
+        s,
+        "\n| scenario | {slo_head} | tuner | converged runs | convergence iteration |\n|---|---|---|---|---|\n"
+    );
     s + &rows + "\n"
 }
 

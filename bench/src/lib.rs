@@ -1,7 +1,7 @@
 //! Polyphony's experiment harness: a synthetic problem with a known optimum ([`synthetic`],
 //! [`harness`]), and the evaluation of the paper's §8 on a simulated or real network: the
 //! grounds a run is measured on ([`ground`]), the studies and their scenarios ([`studies`],
-//! [`scale`]), one closed loop per (tuner, seed) ([`closed_loop`]), the tables and CSV
+//! [`scale`], [`fresh`]), one closed loop per (tuner, seed) ([`closed_loop`]), the tables and CSV
 //! ([`report`]), reading that CSV back ([`iterations`]) and the plots ([`plots`]); how many
 //! scale scenarios can converge at all ([`ceiling`]); and pktsim
 //! cross-validated against ns-3 on identical flows ([`ns3`]). Only [`report::write_all`],
@@ -11,6 +11,7 @@
 pub mod ceiling;
 pub mod closed_loop;
 pub mod eval;
+pub mod fresh;
 pub mod ground;
 pub mod harness;
 pub mod iterations;

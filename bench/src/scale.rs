@@ -346,7 +346,7 @@ fn baseline_windows(
 
 /// The near-optimal configuration and its per-class baseline p99 under `opts.slo_basis` (the
 /// median over the baseline windows of each one's p99; with `run-p99` the one window's p99).
-fn baseline(
+pub(crate) fn baseline(
     sc: &Scenario,
     matrix: TrafficMatrix,
     opts: &ScaleOptions,

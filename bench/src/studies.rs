@@ -24,6 +24,9 @@ pub enum Study {
     Ablation,
     /// §8.5: 24 leaf-spine scenarios.
     Scale,
+    /// Beyond the paper: scenarios drawn from the model's validation space, SLOs set as the
+    /// scale study sets them ([`crate::fresh`]).
+    Fresh,
     /// Issue 19: a scenario whose SLOs need a non-default congestion-control choice; the
     /// controller on the mixed space against the numeric-only one and Bluefin on the mixed
     /// space.
@@ -38,6 +41,7 @@ impl Study {
             Study::Adaptation => "adaptation",
             Study::Ablation => "ablation",
             Study::Scale => "scale",
+            Study::Fresh => "fresh",
             Study::Categorical => "categorical",
         }
     }
@@ -52,7 +56,7 @@ impl Study {
     pub fn default_start(self) -> Start {
         match self {
             Study::Adaptation | Study::Categorical => Start::Default,
-            Study::Convergence | Study::Ablation | Study::Scale => Start::Poor,
+            Study::Convergence | Study::Ablation | Study::Scale | Study::Fresh => Start::Poor,
         }
     }
 
@@ -62,6 +66,7 @@ impl Study {
             Study::Convergence | Study::Adaptation => &tuners::ALL,
             Study::Ablation => &tuners::ABLATION,
             Study::Scale => &["polyphony", "fixed"],
+            Study::Fresh => &["polyphony", "near-optimal"],
             Study::Categorical => &["polyphony", tuners::NUMERIC_ONLY, "bluefin"],
         };
         v.iter().map(|s| s.to_string()).collect()
@@ -253,6 +258,9 @@ pub fn plan(study: Study, opts: &StudyOptions) -> Result<Vec<Planned>, EvalError
         }
         Study::Scale => Err(EvalError::Usage(
             "the scale study builds its scenarios itself (crate::scale::plan)".into(),
+        )),
+        Study::Fresh => Err(EvalError::Usage(
+            "the fresh study draws its scenarios itself (crate::fresh::plan)".into(),
         )),
     }
 }

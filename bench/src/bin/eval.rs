@@ -7,10 +7,12 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use polyphony_bench::eval::{run_study, write_outputs, EvalOptions, GroundKind};
+use polyphony_bench::fresh::{self, FreshOptions};
 use polyphony_bench::scale::{self, ScaleArgs};
 use polyphony_bench::studies::{self, Start, Study, StudyOptions, Tightness};
 use polyphony_bench::EvalError;
 use polyphony_core::{ControllerParams, OperatorParams};
+use polyphony_model::validation::SeedSet;
 use polyphony_model::{Correction, ModelKind};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +29,7 @@ struct Args {
     /// Seeds per tuner and scenario (F..F+N with --first-seed F).
     #[arg(long, default_value_t = 3)]
     seeds: u64,
-    /// Measured intervals per run (default: 30; adaptation: 4 × --phase-iterations; scale: 10).
+    /// Measured intervals per run (default: 30; adaptation: 4 × --phase-iterations; scale, fresh: 10).
     #[arg(long)]
     iterations: Option<usize>,
     /// Comma-separated tuners (default: the study's set).
@@ -44,7 +46,7 @@ struct Args {
     #[arg(long, default_value = "reference")]
     scenario_prefix: String,
     /// Warm-up windows before the control loop: they measure design points around the start
-    /// (fixed: its configuration), feed the tuners, and count in no metric (default: scale 10,
+    /// (fixed: its configuration), feed the tuners, and count in no metric (default: scale, fresh 10,
     /// i.e. the paper's 500 ms at 50 ms windows; other studies 0).
     #[arg(long)]
     warmup_windows: Option<usize>,
@@ -74,6 +76,19 @@ struct Args {
     phase_iterations: usize,
     #[command(flatten)]
     scale: ScaleArgs,
+    /// Fresh study: how many cases of the validation space (two scenarios each, high and low;
+    /// case i has regime i mod 18, so 18 consecutive cases cover every regime once). The
+    /// baseline that sets their SLOs takes --baseline-windows, --slo-basis and, as its seed,
+    /// --scenario-seed.
+    #[arg(long, default_value_t = 18)]
+    cases: u64,
+    /// Fresh study: the first case index.
+    #[arg(long, default_value_t = 1000)]
+    first_case: u64,
+    /// Fresh study: the seeds the cases come from — `validation` (reported runs; no development
+    /// decision looks at them) or `dev` (development).
+    #[arg(long, value_enum, default_value = "validation")]
+    case_set: CaseSet,
     /// First seed: runs use seeds F..F+N. Reported studies use 0; investigating or choosing
     /// anything uses seeds no reported study runs (docs/evaluation.md names them).
     #[arg(long, default_value_t = 0)]
@@ -90,6 +105,15 @@ struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+}
+
+/// The seed sets of `--case-set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CaseSet {
+    /// Development seeds (0..1 000 000).
+    Dev,
+    /// Validation seeds (from 1 000 000 000).
+    Validation,
 }
 
 fn main() {
@@ -189,11 +213,11 @@ fn run() -> Result<()> {
     }
     let iterations = a.iterations.unwrap_or(match a.study {
         Study::Adaptation => 4 * a.phase_iterations,
-        Study::Scale => 10,
+        Study::Scale | Study::Fresh => 10,
         _ => 30,
     });
     let warmup = a.warmup_windows.unwrap_or(match a.study {
-        Study::Scale => 10,
+        Study::Scale | Study::Fresh => 10,
         _ => 0,
     });
     let opts = EvalOptions {
@@ -230,6 +254,20 @@ fn run() -> Result<()> {
         Study::Scale => {
             let so = a.scale.options();
             scale::plan(&so, a.scale.scenario_seed, &|name| {
+                bar.set_message(format!("baseline SLOs of {name}"))
+            })?
+        }
+        Study::Fresh => {
+            let fo = FreshOptions {
+                set: match a.case_set {
+                    CaseSet::Dev => SeedSet::Development,
+                    CaseSet::Validation => SeedSet::Validation,
+                },
+                first: a.first_case,
+                cases: a.cases,
+                baseline: a.scale.options(),
+            };
+            fresh::plan(&fo, a.scale.scenario_seed, &|name| {
                 bar.set_message(format!("baseline SLOs of {name}"))
             })?
         }
@@ -277,9 +315,23 @@ starts from the {} configuration (`--start`).",
         provenance += " ";
         provenance += &a.scale.provenance();
     }
+    if a.study == Study::Fresh {
+        provenance += &format!(
+            " Cases {}–{} of the {} seeds (`--first-case`, `--cases`, `--case-set`); SLO basis `{}` over {} baseline interval(s), baseline seed {} (`--scenario-seed`).",
+            a.first_case,
+            a.first_case.saturating_add(a.cases.saturating_sub(1)),
+            match a.case_set {
+                CaseSet::Dev => "development",
+                CaseSet::Validation => "validation",
+            },
+            a.scale.slo_basis.name(),
+            a.scale.baseline_windows,
+            a.scale.scenario_seed
+        );
+    }
     provenance += &outside_space(&planned);
     let plots = !a.no_plots;
-    let scale = a.study == Study::Scale;
+    let scale = matches!(a.study, Study::Scale | Study::Fresh);
     write_outputs(&out, &opts, &results, &command, &provenance, &|i| {
         plots && (!scale || i < 2)
     })
