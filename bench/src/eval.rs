@@ -261,8 +261,9 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
         path: dir.display().to_string(),
         message: e.to_string(),
     })?;
-    let mut all_iter = String::new();
-    let mut all_sum = String::new();
+    // Per scenario; merged under one header at the end (scenarios may differ in classes).
+    let mut all_iter = Vec::new();
+    let mut all_sum = Vec::new();
     for (i, r) in results.iter().enumerate() {
         let sums = report::summarise(&r.traces, r.scenario.interval_s);
         let _ = writeln!(
@@ -294,15 +295,8 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
                 let _ = writeln!(md, "![{what}]({f})\n");
             }
         }
-        let it = report::iterations_csv(r);
-        let sm = report::summary_csv(&r.label, &sums);
-        if i == 0 {
-            all_iter += &it;
-            all_sum += &sm;
-        } else {
-            all_iter.extend(it.lines().skip(1).map(|l| format!("{l}\n")));
-            all_sum.extend(sm.lines().skip(1).map(|l| format!("{l}\n")));
-        }
+        all_iter.push(report::iterations_csv(r));
+        all_sum.push(report::summary_csv(&r.label, &sums));
     }
     if o.study == Study::Scale {
         md = scale_overview(results) + &md;
@@ -326,8 +320,8 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
         }
     }
     report::write_file(dir, "summary.md", &md)?;
-    report::write_file(dir, "summary.csv", &all_sum)?;
-    report::write_file(dir, "iterations.csv", &all_iter)
+    report::write_file(dir, "summary.csv", &report::merge_csv(&all_sum)?)?;
+    report::write_file(dir, "iterations.csv", &report::merge_csv(&all_iter)?)
 }
 
 /// One line per scenario for each tuner: converged runs and the median convergence iteration,

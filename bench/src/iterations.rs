@@ -16,7 +16,8 @@ pub struct CsvRun {
     /// Seed.
     pub seed: u64,
     /// Per control interval (warm-up windows, with negative iterations, left out), in
-    /// iteration order: the ratio of every class in the file's column order (NaN = no flow).
+    /// iteration order: the ratio of every class of the run's scenario in the file's column order
+    /// (NaN = no flow; a class the scenario lacks, an empty cell, is left out).
     pub ratios: Vec<Vec<f64>>,
     /// Per control interval, the controller's own wall and thread-CPU seconds of deciding
     /// (`decide_wall_s`, `decide_cpu_s`); NaN in files written before those columns existed
@@ -113,14 +114,20 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
             .trim()
             .parse::<u64>()
             .map_err(|_| err(format!("line {line}: seed {:?} is not a whole number", field(seed))))?;
-        let ratios = ratio_cols
+        // An empty ratio cell: the class is not in this row's scenario (a file merging scenarios
+        // with other classes, [`crate::report::merge_csv`]); its model column goes with it.
+        let present: Vec<usize> = (0..ratio_cols.len())
+            .filter(|&k| !field(ratio_cols[k]).trim().is_empty())
+            .collect();
+        let ratios = present
             .iter()
-            .map(|&i| num(i, header.get(i).unwrap_or("ratio")))
+            .map(|&k| num(ratio_cols[k], header.get(ratio_cols[k]).unwrap_or("ratio")))
             .collect::<Result<Vec<f64>, _>>()?;
         let timed = |c: Option<usize>, what: &str| c.map_or(Ok(f64::NAN), |i| num(i, what));
         // An empty model cell: no model view in that decision.
-        let model_ratios = model_cols
+        let model_ratios = present
             .iter()
+            .map(|&k| &model_cols[k])
             .map(|c| match c {
                 Some(i) if !field(*i).trim().is_empty() => num(*i, header.get(*i).unwrap_or("model_ratio")),
                 _ => Ok(f64::NAN),
@@ -298,5 +305,20 @@ mod tests {
             .expect_err("missing")
             .to_string();
         assert!(e.contains("/nonexistent/iterations.csv"), "{e}");
+    }
+
+    #[test]
+    fn a_class_the_runs_scenario_lacks_is_left_out() {
+        let f = file(
+            "scenario,tuner,seed,iteration,ratio_c0,ratio_c1,ratio_c2,model_ratio_c0,model_ratio_c1,model_ratio_c2\n\
+             a,polyphony,0,0,0.5,NaN,,0.4,0.6,\n\
+             b,polyphony,0,0,0.1,0.2,0.3,0.1,,0.3\n",
+        );
+        let runs = read(f.path()).unwrap();
+        assert_eq!(runs[0].ratios[0].len(), 2);
+        assert!(runs[0].ratios[0][1].is_nan());
+        assert_eq!(runs[0].model_ratios[0], vec![0.4, 0.6]);
+        assert_eq!(runs[1].ratios[0], vec![0.1, 0.2, 0.3]);
+        assert!(runs[1].model_ratios[0][1].is_nan() && runs[1].model_ratios[0][2] == 0.3);
     }
 }
