@@ -13,6 +13,8 @@
 #   scale-ablation   the scale study's no-trust-region ablation, as scale
 #                    (no-correction is in scale; 29 min)
 #   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis, seed 0 (41 min)
+#   fresh            beyond the paper: 36 scenarios drawn from the model's validation space (two
+#                    per regime), SLOs as the scale study sets them, seeds 0-2 (35 min)
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check; 4 min)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell (1 min)
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),
@@ -65,6 +67,10 @@ scale_run_p99() {
     scale_study scale-run-p99 polyphony,fixed,near-optimal 1 --baseline-windows 20 --slo-basis run-p99
 }
 
+fresh() {
+    "${EVAL[@]}" fresh --cases 36 --first-case 1000 --seeds 3 --jobs "$JOBS" --out docs/results/fresh --quiet
+}
+
 CEILING=(cargo run --release -p polyphony-bench --bin ceiling --)
 scale_ceiling() { "${CEILING[@]}" scale --jobs "$JOBS" --quiet --out docs/results/scale-ceiling; }
 scale_ceiling_refined() {
@@ -108,7 +114,7 @@ ablation_testbed() {
         --out docs/results/ablation-testbed --quiet
 }
 
-[ $# -gt 0 ] || { sed -n '2,24p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,31p' "$0"; exit 2; }
 for study in "$@"; do
     case "$study" in
         convergence-10g) convergence_10g ;;
@@ -116,6 +122,7 @@ for study in "$@"; do
         scale) scale ;;
         scale-ablation) scale_ablation ;;
         scale-run-p99) scale_run_p99 ;;
+        fresh) fresh ;;
         convergence) convergence ;;
         adaptation) adaptation ;;
         categorical) categorical ;;
@@ -124,6 +131,6 @@ for study in "$@"; do
         ceiling-10g) ceiling_10g ;;
         convergence-testbed) convergence_testbed ;;
         ablation-testbed) ablation_testbed ;;
-        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 convergence adaptation categorical scale-ceiling scale-ceiling-refined ceiling-10g convergence-testbed ablation-testbed" >&2; exit 2 ;;
+        *) echo "studies.sh: unknown study '$study'; known: convergence-10g ablation-10g scale scale-ablation scale-run-p99 fresh convergence adaptation categorical scale-ceiling scale-ceiling-refined ceiling-10g convergence-testbed ablation-testbed" >&2; exit 2 ;;
     esac
 done
