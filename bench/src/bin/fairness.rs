@@ -15,6 +15,8 @@ use clap::Parser;
 use polyphony_bench::iterations;
 use polyphony_bench::report::{noise_fairness, tail_fairness, Spread, FAIRNESS_TAIL};
 use polyphony_spec::percentile;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -47,10 +49,15 @@ fn run() -> Result<()> {
         eprintln!("fairness: --last 0: give at least 1 interval to average over");
         std::process::exit(2);
     }
+    // Each file's table goes out whole; a reader that went away (`| head`) ends the output
+    // quietly.
+    let mut stdout = std::io::stdout().lock();
     for file in &args.files {
         let runs = iterations::read(file)?;
-        println!("## {}\n", file.display());
-        println!(
+        let mut out = String::new();
+        let _ = writeln!(out, "## {}\n", file.display());
+        let _ = writeln!(
+            out,
             "| scenario | tuner | runs | fairness (mean r, last {}) | noise-only fairness | decide s wall: median · max | decide s CPU: median · max | model speed × pktsim: median · min | model error in the loop: median · p90 |\n|---|---|---|---|---|---|---|---|---|",
             args.last
         );
@@ -86,7 +93,8 @@ fn run() -> Result<()> {
                 (Some(m), Some(p)) => format!("{:.1} % · {:.1} %", 100.0 * m, 100.0 * p),
                 _ => "not in the file".to_string(),
             };
-            println!(
+            let _ = writeln!(
+                out,
                 "| {sc} | {tu} | {} | {} | {} | {} | {} | {speed} | {err} |",
                 v.len(),
                 Spread::of(&v).cell(2),
@@ -95,7 +103,11 @@ fn run() -> Result<()> {
                 time(|d| d.1)
             );
         }
-        println!();
+        out.push('\n');
+        match stdout.write_all(out.as_bytes()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            r => r?,
+        }
     }
     Ok(())
 }
