@@ -49,20 +49,46 @@ pub fn regime_of_label(label: &str) -> Option<Regime> {
     Some(Regime::of_index(index))
 }
 
+/// A case left out of the study, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    /// The case index.
+    pub index: u64,
+    /// Why (the baseline's error).
+    pub why: String,
+}
+
 /// The scenarios of `opts.cases` cases from `opts.first` (two per case: high, low), their SLOs
 /// set from each case's near-optimal baseline with `seed`; `progress` is called once per case.
-pub fn plan(opts: &FreshOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<Vec<Planned>, EvalError> {
+/// A case with a class that finished no flow in any baseline window has no SLO for it and is
+/// left out, listed in the second value; an error if every case is.
+pub fn plan(
+    opts: &FreshOptions,
+    seed: u64,
+    progress: &dyn Fn(&str),
+) -> Result<(Vec<Planned>, Vec<Skipped>), EvalError> {
     if opts.cases == 0 {
         return Err(EvalError::Usage("--cases 0: give at least 1 case".into()));
     }
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for index in opts.first..opts.first.saturating_add(opts.cases) {
         let case = validation::case(opts.set, index, 0).map_err(|e| EvalError::Scenario(e.to_string()))?;
         let name = format!("case-{index}");
         progress(&name);
         let mut sc = case.scenario;
         sc.name = name;
-        let (base, reference) = scale::baseline(&sc, TrafficMatrix::default(), &opts.baseline, seed)?;
+        let (base, reference) = match scale::baseline(&sc, TrafficMatrix::default(), &opts.baseline, seed) {
+            Ok(b) => b,
+            Err(e @ EvalError::NoBaseline { .. }) => {
+                skipped.push(Skipped {
+                    index,
+                    why: e.to_string(),
+                });
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         for (tight, factor) in TIGHTNESS {
             let mut s = sc.clone();
             s.name = label(index, tight);
@@ -84,7 +110,15 @@ pub fn plan(opts: &FreshOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
             out.push(p);
         }
     }
-    Ok(out)
+    if out.is_empty() {
+        return Err(EvalError::Usage(format!(
+            "no case of {}..{} could be planned: {}; draw other cases (--first-case) or more baseline windows",
+            opts.first,
+            opts.first.saturating_add(opts.cases),
+            skipped.iter().map(|s| s.why.as_str()).collect::<Vec<_>>().join("; ")
+        )));
+    }
+    Ok((out, skipped))
 }
 
 #[cfg(test)]
@@ -105,7 +139,8 @@ mod tests {
                 ..ScaleOptions::default()
             },
         };
-        let planned = plan(&opts, 7, &|_| {}).unwrap();
+        let (planned, skipped) = plan(&opts, 7, &|_| {}).unwrap();
+        assert!(skipped.is_empty());
         assert_eq!(planned.len(), 2);
         assert_eq!(planned[0].label, "case-0-high");
         assert_eq!(planned[1].label, "case-0-low");
@@ -120,7 +155,26 @@ mod tests {
             assert!(h > 1.0 && (l / h - 1.2).abs() < 1e-9, "{h} {l}");
         }
         assert!(planned[0].reference.is_some() && planned[0].reference == planned[1].reference);
-        assert!(plan(&FreshOptions { cases: 0, ..opts }, 7, &|_| {}).is_err());
+        assert!(plan(
+            &FreshOptions {
+                cases: 0,
+                ..opts.clone()
+            },
+            7,
+            &|_| {}
+        )
+        .is_err());
+        // One baseline window: case 0's rarest class finishes no flow in it, so the case is left
+        // out, and with nothing left the plan is an error naming the class.
+        let one = FreshOptions {
+            baseline: ScaleOptions {
+                baseline_windows: 1,
+                ..opts.baseline.clone()
+            },
+            ..opts
+        };
+        let e = plan(&one, 7, &|_| {}).unwrap_err().to_string();
+        assert!(e.contains("case-0: class c3 finished no flow"), "{e}");
         assert_eq!(regime_of_label("websearch-s1-web-high"), None);
     }
 }

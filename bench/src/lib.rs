@@ -38,6 +38,19 @@ pub enum EvalError {
     /// The live network (pktsim or the testbed) failed.
     #[error("ground: {0}")]
     Ground(String),
+    /// A class of a scenario finished no flow in the windows its baseline SLO is measured on
+    /// ([`scale`]), so it has no SLO to be given.
+    #[error("{scenario}: class {class} finished no flow in {windows}; {advice}")]
+    NoBaseline {
+        /// The scenario.
+        scenario: String,
+        /// The class.
+        class: String,
+        /// The windows measured ("any of the 5 baseline windows").
+        windows: String,
+        /// What to do.
+        advice: String,
+    },
     /// The controller rejected an observation or failed to propose.
     #[error("tuner {tuner}, seed {seed}, iteration {iteration}: {message}")]
     Tuner {

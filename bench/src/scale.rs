@@ -410,16 +410,22 @@ pub(crate) fn baseline(
         .zip(m)
         .map(|(c, p)| {
             p.ok_or_else(|| {
-                EvalError::Ground(match opts.slo_basis {
-                    SloBasis::WindowMedian => format!(
-                        "{}: class {} finished no flow in any of the {} baseline windows; use a longer interval",
-                        sc.name, c.name, opts.baseline_windows
+                let (windows, advice) = match opts.slo_basis {
+                    SloBasis::WindowMedian => (
+                        format!("any of the {} baseline windows", opts.baseline_windows),
+                        "use a longer interval",
                     ),
-                    SloBasis::RunP99 => format!(
-                        "{}: class {} finished no flow in the baseline run of {} intervals; give more --baseline-windows",
-                        sc.name, c.name, opts.baseline_windows
+                    SloBasis::RunP99 => (
+                        format!("the baseline run of {} intervals", opts.baseline_windows),
+                        "give more --baseline-windows",
                     ),
-                })
+                };
+                EvalError::NoBaseline {
+                    scenario: sc.name.clone(),
+                    class: c.name.clone(),
+                    windows,
+                    advice: advice.into(),
+                }
             })
         })
         .collect::<Result<Vec<f64>, EvalError>>()

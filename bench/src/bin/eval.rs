@@ -250,6 +250,7 @@ fn run() -> Result<()> {
     let start = a.start.unwrap_or(a.study.default_start());
     // The tree the runs start from (HEAD may move while a long study runs).
     let commit = git_commit();
+    let mut left_out: Vec<fresh::Skipped> = Vec::new();
     let mut planned = match a.study {
         Study::Scale => {
             let so = a.scale.options();
@@ -267,9 +268,14 @@ fn run() -> Result<()> {
                 cases: a.cases,
                 baseline: a.scale.options(),
             };
-            fresh::plan(&fo, a.scale.scenario_seed, &|name| {
+            let (planned, skipped) = fresh::plan(&fo, a.scale.scenario_seed, &|name| {
                 bar.set_message(format!("baseline SLOs of {name}"))
-            })?
+            })?;
+            for s in &skipped {
+                eprintln!("eval: case {} left out: {}", s.index, s.why);
+            }
+            left_out = skipped;
+            planned
         }
         s => studies::plan(
             s,
@@ -328,6 +334,9 @@ starts from the {} configuration (`--start`).",
             a.scale.baseline_windows,
             a.scale.scenario_seed
         );
+        for s in &left_out {
+            provenance += &format!(" Case {} left out: {}.", s.index, s.why);
+        }
     }
     provenance += &outside_space(&planned);
     let plots = !a.no_plots;
