@@ -521,6 +521,26 @@ mod tests {
     use crate::closed_loop::{IterationRecord, RunTrace};
     use polyphony_spec::{Bytes, Dscp, LoadPhase, NetworkConfig, Packets, Scenario, TrafficClass};
 
+    /// A scenario of one class (AF11, SLO 10) on a 100 Mbit/s dumbbell, without phases.
+    fn one_class(name: &str, interval_s: f64) -> Scenario {
+        Scenario {
+            name: name.into(),
+            description: String::new(),
+            seed: 1,
+            interval_s,
+            topology: polyphony_spec::TopologySpec::Dumbbell {
+                senders: 1,
+                rate_mbps: 100.0,
+                link_delay_us: 2.5,
+            },
+            classes: vec![TrafficClass::new("AF11", Dscp::AF11, 10.0)],
+            mix: vec![],
+            phases: vec![],
+            initial: None,
+            knobs: None,
+        }
+    }
+
     fn record(i: usize, r: f64) -> IterationRecord {
         IterationRecord {
             iteration: i,
@@ -543,31 +563,17 @@ mod tests {
         // Two phases of 4 windows (48 s at 12 s). Per traffic window: phase I compliant,
         // phase II misses its first window and holds from its second on.
         let by_window = [0.5, 0.5, 0.5, 0.5, 2.0, 0.5, 0.5, 0.5];
-        let scenario = Scenario {
-            name: "t".into(),
-            description: String::new(),
-            seed: 1,
-            interval_s: 12.0,
-            topology: polyphony_spec::TopologySpec::Dumbbell {
-                senders: 1,
-                rate_mbps: 100.0,
-                link_delay_us: 2.5,
+        let mut scenario = one_class("t", 12.0);
+        scenario.phases = vec![
+            LoadPhase {
+                duration_s: 48.0,
+                loads: vec![0.2],
             },
-            classes: vec![TrafficClass::new("AF11", Dscp::AF11, 10.0)],
-            mix: vec![],
-            phases: vec![
-                LoadPhase {
-                    duration_s: 48.0,
-                    loads: vec![0.2],
-                },
-                LoadPhase {
-                    duration_s: 48.0,
-                    loads: vec![0.6],
-                },
-            ],
-            initial: None,
-            knobs: None,
-        };
+            LoadPhase {
+                duration_s: 48.0,
+                loads: vec![0.6],
+            },
+        ];
         // Two warm-up windows: control interval i measured window 2 + i.
         let warm = 2;
         let trace = RunTrace {
@@ -587,5 +593,40 @@ mod tests {
         // Phase I: its control intervals (windows 2–3) hold at once but are only two, fewer than
         // k = 3: never. Phase II: the miss in its first window, then three compliant ones.
         assert_eq!(row, "| a | never · 0 missed | 1 · 1 missed |", "{table}");
+    }
+
+    #[test]
+    fn the_fresh_overview_counts_scenarios_and_compliant_intervals_per_regime() {
+        let run = |tuner: &str, ratios: &[f64]| RunTrace {
+            tuner: tuner.into(),
+            seed: 0,
+            warmup: Vec::new(),
+            records: ratios.iter().enumerate().map(|(i, &r)| record(i, r)).collect(),
+        };
+        let result = |label: &str, a: &[f64], b: &[f64]| ScenarioResult {
+            label: label.into(),
+            scenario: one_class(label, 0.01),
+            traces: vec![run("a", a), run("b", b)],
+        };
+        // Cases 0 and 18 share regime 0, case 1 is regime 1. Tuner a converges in case 0 and
+        // case 1, b in case 18 only.
+        let results = [
+            result("case-0-high", &[0.5, 0.5, 0.5, 2.0], &[2.0, 0.5, 2.0, 0.5]),
+            result("case-18-low", &[2.0, 2.0, 0.5, 0.5], &[0.5, 0.5, 0.5, 0.5]),
+            result("case-1-high", &[0.5, 0.5, 0.5, 0.5], &[2.0, 2.0, 2.0, 2.0]),
+        ];
+        let md = fresh_overview(&results);
+        let row = |regime: polyphony_model::validation::Regime| {
+            md.lines()
+                .find(|l| l.starts_with(&format!("| {regime} |")))
+                .unwrap_or_else(|| panic!("no row for {regime}: {md}"))
+                .to_string()
+        };
+        let r0 = polyphony_model::validation::Regime::of_index(0);
+        let r1 = polyphony_model::validation::Regime::of_index(1);
+        assert_eq!(row(r0), format!("| {r0} | 1/2 · 5/8 | 1/2 · 6/8 |"), "{md}");
+        assert_eq!(row(r1), format!("| {r1} | 1/1 · 4/4 | 0/1 · 0/4 |"), "{md}");
+        assert!(md.contains("| **all** | 2/3 · 9/12 | 1/3 · 6/12 |"), "{md}");
+        assert!(md.contains("* a: scenarios converged: 2/3"), "{md}");
     }
 }
