@@ -320,8 +320,8 @@ Fairness = min r / max r and final J of the last measured interval; fairness (me
         }
     }
     report::write_file(dir, "summary.md", &md)?;
-    report::write_file(dir, "summary.csv", &report::merge_csv(&all_sum)?)?;
-    report::write_file(dir, "iterations.csv", &report::merge_csv(&all_iter)?)
+    report::write_file(dir, "summary.csv", &report::merge_csv("summary.csv", &all_sum)?)?;
+    report::write_file(dir, "iterations.csv", &report::merge_csv("iterations.csv", &all_iter)?)
 }
 
 /// One line per scenario for each tuner: converged runs and the median convergence iteration,

@@ -19,10 +19,6 @@ use crate::EvalError;
 use polyphony_model::validation::{self, Regime, SeedSet};
 use polyphony_model::TrafficMatrix;
 
-/// The SLO tightnesses of each case, as in the scale study: name and factor over the
-/// near-optimal configuration's baseline p99.
-pub const TIGHTNESS: [(&str, f64); 2] = [("high", 1.25), ("low", 1.5)];
-
 /// Which cases to draw and how to set their SLOs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FreshOptions {
@@ -37,12 +33,7 @@ pub struct FreshOptions {
     pub baseline: ScaleOptions,
 }
 
-/// The label of case `index` at tightness `tight`: `case-<index>-<tight>`.
-pub fn label(index: u64, tight: &str) -> String {
-    format!("case-{index}-{tight}")
-}
-
-/// The regime of a scenario labelled by [`label`]; `None` for any other label.
+/// The regime of a scenario labelled `case-<index>-<tightness>`; `None` for any other label.
 pub fn regime_of_label(label: &str) -> Option<Regime> {
     let rest = label.strip_prefix("case-")?;
     let index: u64 = rest.split('-').next()?.parse().ok()?;
@@ -89,26 +80,16 @@ pub fn plan(
             }
             Err(e) => return Err(e),
         };
-        for (tight, factor) in TIGHTNESS {
-            let mut s = sc.clone();
-            s.name = label(index, tight);
-            s.description = format!(
-                "{} ({}, seed {}), SLO = {factor} × near-optimal p99 ({})",
-                case.regime,
-                match opts.set {
-                    SeedSet::Development => "development case",
-                    SeedSet::Validation => "validation case",
-                },
-                case.seed,
-                opts.baseline.slo_basis.name()
-            );
-            for (c, b) in s.classes.iter_mut().zip(&base) {
-                c.slo = polyphony_spec::Slo::p99((factor * b).max(1.0));
-            }
-            let mut p = Planned::new(&s.name.clone(), s, TrafficMatrix::default());
-            p.reference = Some(reference.clone());
-            out.push(p);
-        }
+        let what = format!("{} ({} case, seed {})", case.regime, opts.set.name(), case.seed);
+        out.extend(scale::tightened(
+            &sc,
+            &sc.name,
+            &what,
+            &base,
+            &reference,
+            TrafficMatrix::default(),
+            opts.baseline.slo_basis,
+        ));
     }
     if out.is_empty() {
         return Err(EvalError::Usage(format!(

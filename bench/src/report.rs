@@ -490,8 +490,8 @@ pub fn summary_csv(label: &str, summaries: &[Summary]) -> String {
 /// the same header they are concatenated under it; otherwise (scenarios with different classes,
 /// as in the fresh study) the header is the union of theirs — a column new to it goes after the
 /// last one with the same `<prefix>_` (so `ratio_c5` joins the `ratio_` group), else at the end —
-/// and a row leaves the columns its scenario lacks empty.
-pub fn merge_csv(parts: &[String]) -> Result<String, EvalError> {
+/// and a row leaves the columns its scenario lacks empty. `name` is the file's, for errors.
+pub fn merge_csv(name: &str, parts: &[String]) -> Result<String, EvalError> {
     let header = |p: &str| p.lines().next().unwrap_or("").to_string();
     let Some(first) = parts.first() else {
         return Ok(String::new());
@@ -503,15 +503,15 @@ pub fn merge_csv(parts: &[String]) -> Result<String, EvalError> {
         }
         return Ok(out);
     }
-    let err = |e: csv::Error| EvalError::Write {
-        path: "iterations.csv".into(),
+    let err = |e: &dyn std::fmt::Display| EvalError::Write {
+        path: name.into(),
         message: format!("merging the scenarios' rows: {e}"),
     };
     let mut union: Vec<String> = Vec::new();
     let mut parsed = Vec::new();
     for p in parts {
         let mut rdr = csv::ReaderBuilder::new().from_reader(p.as_bytes());
-        let head: Vec<String> = rdr.headers().map_err(err)?.iter().map(str::to_string).collect();
+        let head: Vec<String> = rdr.headers().map_err(|e| err(&e))?.iter().map(str::to_string).collect();
         for h in &head {
             if union.contains(h) {
                 continue;
@@ -526,26 +526,20 @@ pub fn merge_csv(parts: &[String]) -> Result<String, EvalError> {
                 None => union.push(h.clone()),
             }
         }
-        let rows: Vec<csv::StringRecord> = rdr.records().collect::<Result<_, _>>().map_err(err)?;
+        let rows: Vec<csv::StringRecord> = rdr.records().collect::<Result<_, _>>().map_err(|e| err(&e))?;
         parsed.push((head, rows));
     }
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
-    w.write_record(&union).map_err(err)?;
+    w.write_record(&union).map_err(|e| err(&e))?;
     for (head, rows) in &parsed {
         let at: Vec<Option<usize>> = union.iter().map(|u| head.iter().position(|h| h == u)).collect();
         for r in rows {
             w.write_record(at.iter().map(|i| i.and_then(|i| r.get(i)).unwrap_or("")))
-                .map_err(err)?;
+                .map_err(|e| err(&e))?;
         }
     }
-    let bytes = w.into_inner().map_err(|e| EvalError::Write {
-        path: "iterations.csv".into(),
-        message: format!("merging the scenarios' rows: {e}"),
-    })?;
-    String::from_utf8(bytes).map_err(|e| EvalError::Write {
-        path: "iterations.csv".into(),
-        message: format!("merging the scenarios' rows: {e}"),
-    })
+    let bytes = w.into_inner().map_err(|e| err(&e))?;
+    String::from_utf8(bytes).map_err(|e| err(&e))
 }
 
 /// Writes `text` to `dir/name`, creating `dir`.
@@ -787,7 +781,7 @@ mod tests {
         let a = "scenario,tuner,p99_c0,p99_c1,ratio_c0,ratio_c1,reason\nx,p,1,2,0.1,0.2,\"a, b\"\n".to_string();
         let b = "scenario,tuner,p99_c0,p99_c1,p99_c2,ratio_c0,ratio_c1,ratio_c2,reason\ny,p,3,4,5,0.3,0.4,0.5,c\n"
             .to_string();
-        let m = merge_csv(&[a.clone(), b]).unwrap();
+        let m = merge_csv("t.csv", &[a.clone(), b]).unwrap();
         let mut lines = m.lines();
         assert_eq!(
             lines.next(),
@@ -798,7 +792,7 @@ mod tests {
         // The same header everywhere: the parts concatenated as written.
         let a2 = "scenario,tuner,p99_c0,p99_c1,ratio_c0,ratio_c1,reason\nz,p,1,2,0.1,0.2,\"q\"\n".to_string();
         assert_eq!(
-            merge_csv(&[a.clone(), a2]).unwrap(),
+            merge_csv("t.csv", &[a.clone(), a2]).unwrap(),
             format!("{a}z,p,1,2,0.1,0.2,\"q\"\n")
         );
     }

@@ -268,27 +268,53 @@ pub fn plan(opts: &ScaleOptions, seed: u64, progress: &dyn Fn(&str)) -> Result<V
             knobs: None,
         };
         let (base, reference) = baseline(&sc, TrafficMatrix::Fixed(cell.matrix), opts, seed)?;
-        for (tight, factor) in [("high", 1.25), ("low", 1.5)] {
-            let mut s = sc.clone();
-            s.name = format!("{name}-{tight}");
-            s.description = format!(
-                "{}×{} leaf-spine, {} sizes, σ = {}, {} matrix, SLO = {factor} × near-optimal p99 ({})",
-                opts.racks,
-                opts.hosts_per_rack,
-                cell.sizes,
-                cell.sigma,
-                cell.matrix_name,
-                opts.slo_basis.name()
-            );
-            for (c, b) in s.classes.iter_mut().zip(&base) {
-                c.slo = polyphony_spec::Slo::p99((factor * b).max(1.0));
-            }
-            let mut p = Planned::new(&s.name.clone(), s, TrafficMatrix::Fixed(cell.matrix));
-            p.reference = Some(reference.clone());
-            out.push(p);
-        }
+        let what = format!(
+            "{}×{} leaf-spine, {} sizes, σ = {}, {} matrix",
+            opts.racks, opts.hosts_per_rack, cell.sizes, cell.sigma, cell.matrix_name
+        );
+        out.extend(tightened(
+            &sc,
+            &name,
+            &what,
+            &base,
+            &reference,
+            TrafficMatrix::Fixed(cell.matrix),
+            opts.slo_basis,
+        ));
     }
     Ok(out)
+}
+
+/// The SLO tightnesses of the scale study (and the fresh study): name and factor over the
+/// near-optimal configuration's baseline p99.
+pub const TIGHTNESS: [(&str, f64); 2] = [("high", 1.25), ("low", 1.5)];
+
+/// `sc` at each of [`TIGHTNESS`], labelled `<name>-<tightness>`: per class the SLO is the factor
+/// times its baseline p99 `base` (at least 1), the reference the near-optimal configuration;
+/// `what` describes the scenario in front of the SLO rule.
+pub(crate) fn tightened(
+    sc: &Scenario,
+    name: &str,
+    what: &str,
+    base: &[f64],
+    reference: &NetworkConfig,
+    matrix: TrafficMatrix,
+    basis: SloBasis,
+) -> Vec<Planned> {
+    TIGHTNESS
+        .iter()
+        .map(|&(tight, factor)| {
+            let mut s = sc.clone();
+            s.name = format!("{name}-{tight}");
+            s.description = format!("{what}, SLO = {factor} × near-optimal p99 ({})", basis.name());
+            for (c, b) in s.classes.iter_mut().zip(base) {
+                c.slo = polyphony_spec::Slo::p99((factor * b).max(1.0));
+            }
+            let mut p = Planned::new(&s.name.clone(), s, matrix);
+            p.reference = Some(reference.clone());
+            p
+        })
+        .collect()
 }
 
 /// Per-class median p99 over the windows; `None` where no window measured the class.

@@ -116,6 +116,16 @@ enum CaseSet {
     Validation,
 }
 
+impl CaseSet {
+    /// The model crate's seed set.
+    fn set(self) -> SeedSet {
+        match self {
+            CaseSet::Dev => SeedSet::Development,
+            CaseSet::Validation => SeedSet::Validation,
+        }
+    }
+}
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("eval: {e:#}");
@@ -260,10 +270,7 @@ fn run() -> Result<()> {
         }
         Study::Fresh => {
             let fo = FreshOptions {
-                set: match a.case_set {
-                    CaseSet::Dev => SeedSet::Development,
-                    CaseSet::Validation => SeedSet::Validation,
-                },
+                set: a.case_set.set(),
                 first: a.first_case,
                 cases: a.cases,
                 baseline: a.scale.options(),
@@ -326,10 +333,7 @@ starts from the {} configuration (`--start`).",
             " Cases {}–{} of the {} seeds (`--first-case`, `--cases`, `--case-set`); SLO basis `{}` over {} baseline interval(s), baseline seed {} (`--scenario-seed`).",
             a.first_case,
             a.first_case.saturating_add(a.cases.saturating_sub(1)),
-            match a.case_set {
-                CaseSet::Dev => "development",
-                CaseSet::Validation => "validation",
-            },
+            a.case_set.set().name(),
             a.scale.slo_basis.name(),
             a.scale.baseline_windows,
             a.scale.scenario_seed

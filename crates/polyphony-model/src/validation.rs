@@ -79,6 +79,13 @@ impl SeedSet {
             SeedSet::Validation => 1_000_000_000u64.saturating_add(index),
         }
     }
+    /// `development` or `validation`, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SeedSet::Development => "development",
+            SeedSet::Validation => "validation",
+        }
+    }
     /// Parses `"dev"` or `"validation"`.
     pub fn parse(s: &str) -> Result<SeedSet, ModelError> {
         match s {
