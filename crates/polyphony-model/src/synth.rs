@@ -129,9 +129,18 @@ pub fn mix_cdfs(scenario: &Scenario) -> Result<Vec<SizeCdf>, ModelError> {
     scenario
         .mix
         .iter()
-        .map(|m| match m.incast.and_then(|i| i.response_bytes) {
+        .enumerate()
+        .map(|(i, m)| match m.incast.and_then(|i| i.response_bytes) {
             Some(b) => Ok(SizeCdf::fixed(b.0)),
-            None => SizeCdf::shipped(&m.size_cdf),
+            // Named by its mix entry, the key the scenario file has.
+            None => SizeCdf::shipped(&m.size_cdf).map_err(|e| match e {
+                ModelError::Invalid { what, value, why } => ModelError::Invalid {
+                    what: format!("mix[{i}].{what}"),
+                    value,
+                    why,
+                },
+                other => other,
+            }),
         })
         .collect()
 }

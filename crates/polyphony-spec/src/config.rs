@@ -126,6 +126,38 @@ impl NetworkConfig {
         self.classes.iter().find(|c| c.dscp == dscp)
     }
 
+    /// Checks that this configuration has exactly the classes `dscps` (no more, no fewer); the
+    /// error (key `field`) names the missing and the unexpected ones.
+    pub fn check_classes(&self, dscps: &[Dscp], field: &str) -> Result<(), SpecError> {
+        let name = |d: &Dscp| match d.name() {
+            n if n.starts_with("DSCP") => format!("DSCP {d}"),
+            n => format!("{n} (DSCP {d})"),
+        };
+        let missing: Vec<String> = dscps.iter().filter(|d| self.class(**d).is_none()).map(name).collect();
+        let extra: Vec<String> = self
+            .classes
+            .iter()
+            .filter(|c| !dscps.contains(&c.dscp))
+            .map(|c| name(&c.dscp))
+            .collect();
+        if missing.is_empty() && extra.is_empty() {
+            return Ok(());
+        }
+        let mut why = Vec::new();
+        if !missing.is_empty() {
+            why.push(format!("missing {}", missing.join(", ")));
+        }
+        if !extra.is_empty() {
+            why.push(format!("not a class here: {}", extra.join(", ")));
+        }
+        let all: Vec<String> = dscps.iter().map(name).collect();
+        Err(SpecError::invalid(
+            field,
+            format!("{} classes", self.classes.len()),
+            format!("{}; configure exactly {}", why.join("; "), all.join(", ")),
+        ))
+    }
+
     /// Checks that this configuration can be applied: weights on the simplex, K > 0,
     /// initcwnd ≥ 1, buffers > 0, no class twice. The error names the class and the knob.
     pub fn validate(&self) -> Result<(), SpecError> {
@@ -313,5 +345,19 @@ mod tests {
             assert_eq!(msg(f), Err(want.to_string()));
         }
         assert_eq!(msg(|c| c.classes[0].buffer = Some(Bytes(1))), Ok(()));
+    }
+
+    #[test]
+    fn a_configuration_for_other_classes_names_the_missing_and_the_extra() {
+        let c = NetworkConfig::uniform(&[Dscp::AF11, Dscp::AF21], Bytes(30_000), Packets(10));
+        c.check_classes(&[Dscp::AF11, Dscp::AF21], "initial").unwrap();
+        let e = c
+            .check_classes(&[Dscp::AF11, Dscp::AF31], "initial")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "initial = 2 classes: missing AF31 (DSCP 26); not a class here: AF21 (DSCP 18); configure exactly AF11 (DSCP 10), AF31 (DSCP 26)"
+        );
     }
 }

@@ -364,6 +364,29 @@ impl Scenario {
             return Err(SpecError::invalid("mix", "[]", "give at least one class a workload"));
         }
         for (i, c) in self.classes.iter().enumerate() {
+            // A class without traffic never has an SLI: every interval would be skipped.
+            let Some(j) = self.mix.iter().position(|m| m.dscp == c.dscp) else {
+                return Err(SpecError::invalid(
+                    format!("classes[{i}]"),
+                    &c.name,
+                    format!(
+                        "no [[mix]] entry gives class {} (DSCP {}) traffic, so it would never have an SLI to control: add one with dscp = {}, size_cdf and load, or remove the class",
+                        c.name, c.dscp, c.dscp
+                    ),
+                ));
+            };
+            let offered =
+                self.mix[j].load > 0.0 || self.phases.iter().any(|ph| ph.loads.get(j).is_some_and(|&l| l > 0.0));
+            if !offered {
+                return Err(SpecError::invalid(
+                    format!("mix[{j}].load"),
+                    self.mix[j].load,
+                    format!(
+                        "class {} offers no traffic (and no phase gives it any), so it would never have an SLI to control: give it a positive load or remove the class",
+                        c.name
+                    ),
+                ));
+            }
             let queries = self.mix.iter().any(|m| m.dscp == c.dscp && m.incast.is_some());
             if c.slo.kind() == SloKind::QctP99 && !queries {
                 return Err(SpecError::invalid(
@@ -663,5 +686,24 @@ mod tests {
         let bad = REF.replace("dscp = 18\nsize_cdf", "dscp = 34\nsize_cdf");
         let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
         assert!(e.starts_with("mix[1].dscp = 34"), "{e}");
+    }
+
+    #[test]
+    fn a_class_without_traffic_is_refused_naming_it() {
+        let (head, _) = REF.rsplit_once("[[mix]]").unwrap();
+        let e = Scenario::from_toml(head, "ref.toml").unwrap_err().to_string();
+        assert!(
+            e.starts_with("classes[2] = AF31: no [[mix]] entry gives class AF31"),
+            "{e}"
+        );
+        let idle = REF.replace(
+            "size_cdf = \"meta-hadoop\"\nload = 0.2",
+            "size_cdf = \"meta-hadoop\"\nload = 0.0",
+        );
+        let e = Scenario::from_toml(&idle, "ref.toml").unwrap_err().to_string();
+        assert!(e.starts_with("mix[2].load = 0: class AF31 offers no traffic"), "{e}");
+        // Idle in the steady mix but loaded in a phase: traffic, so valid.
+        let phased = format!("{idle}\n[[phases]]\nduration_s = 1.0\nloads = [0.2, 0.2, 0.2]\n");
+        Scenario::from_toml(&phased, "ref.toml").unwrap();
     }
 }

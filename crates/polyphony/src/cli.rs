@@ -33,8 +33,9 @@ pub enum Command {
     /// Run the controller as a long-lived service (what the systemd unit starts).
     ///
     /// Every `interval_s` seconds it gathers per-class SLIs, takes the workload window, asks the
-    /// controller for the next configuration (flowsim as the model) and, in `mode = "apply"`,
-    /// applies it through the configured actuators; in `mode = "advise"` it only publishes it.
+    /// controller for the next configuration (its model: `[model] kind`, flowsim-corrected by
+    /// default) and, in `mode = "apply"`, applies it through the configured actuators; in
+    /// `mode = "advise"` it only publishes it.
     /// State is kept in `state_dir` and survives restarts (even `kill -9`). Metrics on
     /// `/metrics`, JSON status on `/v1/status` (see docs/operating.md). SIGHUP reloads the
     /// config (an invalid one is refused and the old one kept); SIGTERM stops after the
@@ -141,7 +142,8 @@ pub struct SimulateArgs {
     /// `initial` or equal weights, K = 30 kB, initcwnd 10.
     #[arg(long = "network-config", value_name = "FILE")]
     pub network_config: Option<PathBuf>,
-    /// Which model.
+    /// Which model: pktsim, the packet-level reference, by default; the controller's own model
+    /// is flowsim-corrected.
     #[arg(long, value_enum, default_value_t = ModelArg::Pktsim)]
     pub model: ModelArg,
     /// Seconds of traffic to simulate (default: the scenario's interval).
@@ -174,10 +176,18 @@ pub struct RecommendArgs {
     /// The daemon configuration (classes, SLOs, knobs, model, actuators to dry-run).
     #[arg(long, short, value_name = "FILE")]
     pub config: PathBuf,
-    /// Past samples (JSON lines, one `{"config": NetworkConfig, "slis": SliVector}` per line).
+    /// Past samples, oldest first (JSON lines, one `{"config": NetworkConfig, "slis": SliVector}`
+    /// per line), e.g. `{"config":{"classes":[{"dscp":10,"weight":0.5,"ecn_threshold":30000,
+    /// "init_cwnd":10},{"dscp":18,"weight":0.5,"ecn_threshold":30000,"init_cwnd":10}]},
+    /// "slis":{"classes":[{"dscp":10,"flows":1200,"p50":1.4,"p99":9.8,"p999":15.0,"mean":2.1},
+    /// {"dscp":18,"flows":900,"p50":1.3,"p99":7.5,"p999":12.0,"mean":1.9}]}}` (ecn_threshold
+    /// in bytes, init_cwnd in packets, SLIs as p99 FCT slowdowns; a daemon's state.json holds
+    /// the same shapes).
     #[arg(long, value_name = "FILE", conflicts_with = "state", requires = "slis")]
     pub samples: Option<PathBuf>,
-    /// The SLIs just measured (JSON `SliVector`) under the last sample's configuration.
+    /// The SLIs just measured under the last sample's configuration (JSON `SliVector`, the
+    /// `slis` shape of `--samples`: `{"classes":[{"dscp":10,"flows":1200,"p50":1.4,"p99":9.8,
+    /// "p999":15.0,"mean":2.1}, …]}`).
     #[arg(long, value_name = "FILE", requires = "samples", conflicts_with = "state")]
     pub slis: Option<PathBuf>,
     /// A workload trace (JSON lines, CSV, or a flow trace from `simulate --export-trace`);
@@ -235,6 +245,29 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// The JSON examples `recommend --help` gives for `--samples` and `--slis` parse as what
+    /// those flags read.
+    #[test]
+    fn the_recommend_help_examples_parse() {
+        let cmd = Cli::command();
+        let rec = cmd.find_subcommand("recommend").expect("recommend");
+        let example = |flag: &str| -> String {
+            let arg = rec.get_arguments().find(|a| a.get_id() == flag).expect("flag");
+            let help = arg.get_help().expect("help").to_string();
+            let start = help.rfind("`{\"").expect("an example") + 1;
+            let len = help[start..].find('`').expect("closing backtick");
+            help[start..start + len].replace(
+                '…',
+                "{\"dscp\":18,\"flows\":900,\"p50\":1.3,\"p99\":7.5,\"p999\":12.0,\"mean\":1.9}",
+            )
+        };
+        let sample: crate::recommend::SampleLine =
+            serde_json::from_str(&example("samples")).expect("--samples example");
+        sample.config.validate().expect("a valid configuration");
+        let slis: polyphony_spec::SliVector = serde_json::from_str(&example("slis")).expect("--slis example");
+        assert_eq!(slis, sample.slis);
     }
 
     #[test]

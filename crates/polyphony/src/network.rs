@@ -19,10 +19,13 @@ pub fn demo_scenario() -> Result<Scenario> {
     Scenario::from_toml(DEMO_SCENARIO, "reference-sim-medium.toml (embedded)").map_err(|e| anyhow!("{e}"))
 }
 
-/// Reads and validates a scenario file.
+/// Reads and validates a scenario file, its size CDFs included (each mix entry names one the
+/// binary ships).
 pub fn load_scenario(path: &Path) -> Result<Scenario> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    Scenario::from_toml(&text, &path.display().to_string()).map_err(|e| anyhow!("{e}"))
+    let s = Scenario::from_toml(&text, &path.display().to_string()).map_err(|e| anyhow!("{e}"))?;
+    polyphony_model::mix_cdfs(&s).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    Ok(s)
 }
 
 /// A monotonic clock in nanoseconds since the first call, for the models' time accounting.

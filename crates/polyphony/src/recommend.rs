@@ -2,7 +2,9 @@
 //! file or from the given samples and current SLIs, runs one proposal with the configured model
 //! on a workload window (a trace, or the configuration's workload source), and prints the
 //! measurement it starts from (the daemon's last interval, or `--slis`: J and each class's SLI
-//! against its SLO), the next configuration, the model's per-class SLIs there, ĝ ± σ, the expected improvement and the
+//! against its SLO; from a state, the configuration in force is named apart from the one that
+//! measurement was taken under when the daemon has applied another since), the workload window
+//! it advises on, the next configuration, the model's per-class SLIs there, ĝ ± σ, the expected improvement and the
 //! reason — plus, when actuators are configured, the dry run of the commands that would change
 //! the network. Never applies anything and never writes the state.
 
@@ -41,12 +43,15 @@ struct Measured {
     denoised: Option<f64>,
     /// Per class: name, SLI, r = SLI / SLO.
     classes: Vec<(String, f64, f64)>,
+    /// The configuration it was measured under.
+    config: NetworkConfig,
 }
 
 impl Measured {
     fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "source": self.source,
+            "config": self.config,
             "objective": self.objective,
             "objective_denoised": self.denoised,
             "classes": self.classes.iter().map(|(name, sli, r)| serde_json::json!({
@@ -55,7 +60,14 @@ impl Measured {
         })
     }
 
-    fn line(&self) -> String {
+    /// The measurement on one line; `under` names its configuration (when it is not the one
+    /// printed as in force).
+    fn line(&self, under: bool) -> String {
+        let under = if under {
+            format!(" under {}", describe(&self.config))
+        } else {
+            String::new()
+        };
         let denoised = self.denoised.map_or(String::new(), |d| format!(" (denoised {d:.3})"));
         let classes: Vec<String> = self
             .classes
@@ -63,7 +75,7 @@ impl Measured {
             .map(|(name, sli, r)| format!("{name} {sli:.2} {} r {r:.2}", if *r <= 1.0 { "✓" } else { "✗" }))
             .collect();
         format!(
-            "measured:    J = {:.3}{denoised} at {} — {}",
+            "measured:    J = {:.3}{denoised} at {}{under} — {}",
             self.objective,
             self.source,
             classes.join(", ")
@@ -157,6 +169,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 };
                 Measured {
                     source: format!("iteration {}", r.iteration),
+                    config: r.measured_config.clone(),
                     objective,
                     denoised: None,
                     classes: r
@@ -206,6 +219,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
                 .map_err(|e| usage("--slis", e))?;
             let measured = Measured {
                 source: "--slis".into(),
+                config: current.clone(),
                 objective: report.g_raw,
                 denoised: Some(report.g),
                 classes: c
@@ -222,9 +236,16 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         }
         (None, None) => return Err(usage("--state", "give --state, or --samples with --slis")),
     };
-    let workload = match &args.workload {
-        Some(p) => read_workload(p)?,
-        None => config_window(&loaded, window).map_err(Failure::Runtime)?,
+    let (workload, workload_source) = match &args.workload {
+        Some(p) => (read_workload(p)?, p.display().to_string()),
+        None => (
+            config_window(&loaded, window)?,
+            match &c.workload {
+                WorkloadSource::Scenario { .. } => format!("interval {window}'s sample of the scenario (the next one)"),
+                WorkloadSource::Trace { path } => format!("the config's trace {}", path.display()),
+                _ => "the config's workload source".to_string(),
+            },
+        ),
     };
     let context = ModelContext::new(&c.topology, c.dscps()).map_err(|e| Failure::Runtime(e.into()))?;
     if let Some(p) = &args.workload {
@@ -251,6 +272,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
     }
     // After every check of the input, so that a usage error stays one line.
     crate::warn_network_outside_space(c);
+    let model_flows = workload.flows.len();
     let model = WindowModel::new(
         c.model.kind.model().map_err(|e| Failure::Runtime(e.into()))?,
         context,
@@ -288,10 +310,25 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
         println!("{j}");
         return Ok(());
     }
-    println!("current:     {}", describe(&current));
-    if let Some(m) = &measured {
-        println!("{}", m.line());
+    // A daemon's state holds the configuration it applied after its last measurement, which
+    // has not been measured yet: say so rather than pair it with that measurement.
+    match measured.as_ref().filter(|m| m.config != current) {
+        Some(m) => {
+            println!(
+                "in force:    {} (chosen after {}; not measured yet)",
+                describe(&current),
+                m.source
+            );
+            println!("{}", m.line(true));
+        }
+        None => {
+            println!("current:     {}", describe(&current));
+            if let Some(m) = &measured {
+                println!("{}", m.line(false));
+            }
+        }
     }
+    println!("workload:    {} flows, {workload_source}", model_flows);
     println!("recommended: {}", describe(&p.config));
     let num = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.3}"));
     let spread = match controller.params().residual {
@@ -341,21 +378,29 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
 }
 
 /// A workload window from the configuration's source (a trace, or interval `window`'s sample of
-/// the scenario).
-fn config_window(loaded: &LoadedConfig, window: u64) -> anyhow::Result<Workload> {
+/// the scenario); a live source is a usage error (`--workload` is needed).
+fn config_window(loaded: &LoadedConfig, window: u64) -> Result<Workload, Failure> {
     match &loaded.config.workload {
         WorkloadSource::Scenario { .. } => {
-            let s = loaded.scenario.clone().ok_or_else(|| anyhow!("the scenario was not loaded"))?;
-            Ok(Traffic::new(s)?.interval_workload(window, loaded.config.controller.seed)?)
+            let s = loaded
+                .scenario
+                .clone()
+                .ok_or_else(|| Failure::Runtime(anyhow!("the scenario was not loaded")))?;
+            Traffic::new(s)
+                .and_then(|t| t.interval_workload(window, loaded.config.controller.seed))
+                .map_err(|e| Failure::Runtime(e.into()))
         }
         WorkloadSource::Trace { path } => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("{}", path.display()))
+                .map_err(Failure::Runtime)?;
             let name = path.display().to_string();
-            Workload::from_file_text(&text, &name).map_err(|e| anyhow!("{e}"))
+            Workload::from_file_text(&text, &name).map_err(|e| Failure::Runtime(anyhow!("{e}")))
         }
-        WorkloadSource::Workfeed { .. } | WorkloadSource::Nats { .. } => Err(anyhow!(
+        WorkloadSource::Workfeed { .. } | WorkloadSource::Nats { .. } => Err(usage(
+            "--workload",
             "the config's workload comes from Workfeed, which a one-shot command cannot listen to: pass --workload TRACE \
-             (a running daemon serves its last window as one: curl 'http://127.0.0.1:9464/v1/workload?format=jsonl')"
+             (a running daemon serves its last window as one: curl 'http://127.0.0.1:9464/v1/workload?format=jsonl')",
         )),
     }
 }

@@ -9,13 +9,13 @@ use crate::Failure;
 use anyhow::anyhow;
 use polyphony_model::validation::scenario_outside_space;
 use polyphony_model::{scenario_trace, simulate, ModelKind, SimulateRequest};
-use polyphony_spec::{FlowTrace, Nanos, NetworkConfig};
+use polyphony_spec::{Dscp, FlowTrace, Nanos, NetworkConfig};
 use std::path::Path;
 use std::time::Instant;
 
-/// Reads a `NetworkConfig` from TOML or JSON (by extension; `.json` is JSON, anything else TOML)
-/// and validates it. Errors name the file, the line (TOML) and the key.
-pub fn read_network_config(path: &Path) -> Result<NetworkConfig, String> {
+/// Reads a `NetworkConfig` for the classes `dscps` from TOML or JSON (by extension; `.json` is
+/// JSON, anything else TOML) and validates it. Errors name the file, the line (TOML) and the key.
+pub fn read_network_config(path: &Path, dscps: &[Dscp]) -> Result<NetworkConfig, String> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
     let cfg: NetworkConfig = if path.extension().is_some_and(|e| e == "json") {
@@ -26,6 +26,9 @@ pub fn read_network_config(path: &Path) -> Result<NetworkConfig, String> {
             format!("{shown}:{line}: {}", e.message().trim())
         })?
     };
+    // The classes first: a missing class also breaks the weights' sum, the lesser symptom.
+    cfg.check_classes(dscps, "classes")
+        .map_err(|e| format!("{shown}: {e}"))?;
     cfg.validate().map_err(|e| format!("{shown}: {e}"))?;
     Ok(cfg)
 }
@@ -35,19 +38,8 @@ pub fn main(args: SimulateArgs) -> Result<(), Failure> {
     let scenario = load_scenario(&args.scenario).map_err(|e| Failure::Usage(format!("--scenario: {e:#}")))?;
     let config = match &args.network_config {
         Some(p) => {
-            let c = read_network_config(p).map_err(|e| Failure::Usage(format!("--network-config: {e}")))?;
-            if scenario.classes.iter().any(|k| c.class(k.dscp).is_none()) {
-                return Err(Failure::Usage(format!(
-                    "--network-config: {}: configure every class of the scenario ({})",
-                    p.display(),
-                    scenario
-                        .classes
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
+            let c = read_network_config(p, &scenario.dscps())
+                .map_err(|e| Failure::Usage(format!("--network-config: {e}")))?;
             Some(c)
         }
         None => None,

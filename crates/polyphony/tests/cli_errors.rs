@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{scenario, simulated_config, BIN};
+use common::{scenario, simulated_config, workfeed_config, BIN};
 use std::path::Path;
 use std::process::Command;
 
@@ -21,6 +21,18 @@ destination = "198.18.100.0/24"
 senders = [{ namespace = "pp-h0", gateway = "198.18.1.1", device = "eth0" }]
 congestion_controls = ["dctcp"]
 "#;
+
+/// The reference scenario with its first size CDF misspelt ("meta-cach"), written in `dir`.
+fn typo_cdf_scenario(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("typo-cdf.toml");
+    let text = std::fs::read_to_string(scenario()).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("size_cdf = \"meta-cache\"", "size_cdf = \"meta-cach\"", 1),
+    )
+    .unwrap();
+    path
+}
 
 fn good_config(state: &Path) -> String {
     simulated_config(state, "advise", 1.5, "")
@@ -174,6 +186,42 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
         (
             good.replace("reference-medium.toml", "no-such.toml"),
             vec!["workload.scenario", "no-such.toml"],
+        ),
+        // A scenario whose size CDF is not shipped, and one whose class has no traffic (it
+        // could never be measured): refused at load, naming the mix entry or the class.
+        (
+            good.replace(
+                &scenario().display().to_string(),
+                &typo_cdf_scenario(dir.path()).display().to_string(),
+            ),
+            vec!["mix[0].size_cdf = meta-cach", "meta-cache"],
+        ),
+        {
+            let scen = dir.path().join("idle-class.toml");
+            let text = std::fs::read_to_string(scenario()).unwrap();
+            let (head, _) = text.rsplit_once("[[mix]]").unwrap();
+            std::fs::write(&scen, head).unwrap();
+            (
+                good.replace(&scenario().display().to_string(), &scen.display().to_string()),
+                vec!["classes[2] = AF31", "no [[mix]] entry"],
+            )
+        },
+        // A start for other classes than the config's: the missing and the extra are named.
+        (
+            format!(
+                "{good}\n[initial]\nclasses = [{{ dscp = 10, weight = 0.5, ecn_threshold = 30000, init_cwnd = 10 }}, \
+                 {{ dscp = 18, weight = 0.25, ecn_threshold = 30000, init_cwnd = 10 }}, \
+                 {{ dscp = 34, weight = 0.25, ecn_threshold = 30000, init_cwnd = 10 }}]\n"
+            ),
+            vec![
+                "initial.classes",
+                "missing AF31 (DSCP 26)",
+                "not a class here: AF41 (DSCP 34)",
+            ],
+        ),
+        (
+            good.replace("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:99999\""),
+            vec!["invalid socket address", "127.0.0.1:99999"],
         ),
         (good.replace("senders = 3", "senders = 0"), vec!["topology.senders = 0"]),
         // The model runs on [topology], the scenario's traffic on its own: one network.
@@ -430,6 +478,15 @@ fn bad_arguments_name_the_flag() {
         &["--retention-s", "'-5'"],
     );
     assert_one_line_usage_error(&["frobnicate"], &["frobnicate"]);
+    // A scenario file whose size CDF is not shipped: a usage error naming the mix entry.
+    let dir = tempfile::tempdir().unwrap();
+    let typo = typo_cdf_scenario(dir.path());
+    for cmd in ["simulate", "demo"] {
+        assert_one_line_usage_error(
+            &[cmd, "--scenario", typo.to_str().unwrap()],
+            &["--scenario", "mix[0].size_cdf = meta-cach", "meta-cache"],
+        );
+    }
     assert_one_line_usage_error(
         &["simulate", "--scenario", scenario().to_str().unwrap(), "--model", "ns3"],
         &["--model", "ns3"],
@@ -615,6 +672,23 @@ fn recommend_names_a_workload_from_another_network() {
         "{\"id\":0,\"src\":0,\"dst\":3,\"dscp\":10,\"size\":1000,\"start\":0}\n\
          {\"id\":1,\"src\":1,\"dst\":3,\"dscp\":18,\"size\":99000000000000,\"start\":5}\n",
         &["flow 1.size", "the models handle flows up to"],
+    );
+    // A config whose workload comes from Workfeed needs a trace to advise on: a usage error.
+    let key = dir.path().join("wf.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let wf = dir.path().join("workfeed.toml");
+    std::fs::write(&wf, workfeed_config(&dir.path().join("wf-state"), &key, 1.0)).unwrap();
+    assert_one_line_usage_error(
+        &[
+            "recommend",
+            "--config",
+            wf.to_str().unwrap(),
+            "--samples",
+            s,
+            "--slis",
+            w,
+        ],
+        &["--workload", "Workfeed"],
     );
 }
 

@@ -49,6 +49,8 @@ fn recommend_from_state_and_from_samples() {
     );
     assert_eq!(j["measured"]["objective"], last["g"], "{j}");
     assert_eq!(j["measured"]["classes"].as_array().map(Vec::len), Some(3), "{j}");
+    // ... under the configuration it was measured under, not the one the daemon applied after it.
+    assert_eq!(j["measured"]["config"], last["measured_config"], "{j}");
     // The text shows each class's model SLI and the same times its calibration factor.
     let out = Command::new(BIN)
         .args(["recommend", "--config"])
@@ -66,6 +68,18 @@ fn recommend_from_state_and_from_samples() {
         )),
         "{text}"
     );
+    // The configuration in force since then has no measurement yet, and the text says so.
+    if last["measured_config"] != last["next_config"] {
+        assert!(
+            text.contains(&format!(
+                "(chosen after iteration {}; not measured yet)",
+                last["iteration"]
+            )) && text.contains(&format!("at iteration {} under w=", last["iteration"])),
+            "{text}"
+        );
+    } else {
+        assert!(text.contains("current:     w="), "{text}");
+    }
     let factors = j["model_scale"].as_array().expect("calibration factors").clone();
     for (name, f) in ["AF11", "AF21", "AF31"].iter().zip(&factors) {
         let line = text

@@ -12,10 +12,20 @@ pub fn line_of(text: &str, at: usize) -> usize {
 impl DaemonConfig {
     /// Parses TOML text; `path` names it in errors. Does not validate.
     pub fn parse(text: &str, path: &str) -> Result<DaemonConfig, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: path.into(),
-            line: e.span().map(|r| line_of(text, r.start)).unwrap_or(0),
-            why: e.message().trim().replace('\n', " "),
+        toml::from_str(text).map_err(|e| {
+            let mut why = e.message().trim().replace('\n', " ");
+            // Quote the offending text when the message does not ("invalid socket address
+            // syntax" says what, not which value).
+            if let Some(at) = e.span().and_then(|r| text.get(r)).map(str::trim) {
+                if !at.is_empty() && at.len() <= 80 && !at.contains('\n') && !why.contains(at) {
+                    why = format!("{why}: {at}");
+                }
+            }
+            ConfigError::Parse {
+                path: path.into(),
+                line: e.span().map(|r| line_of(text, r.start)).unwrap_or(0),
+                why,
+            }
         })
     }
 

@@ -71,14 +71,10 @@ impl DaemonConfig {
             }
         }
         let init = self.initial_config();
+        // The classes first: a missing class also breaks the weights' sum, the lesser symptom.
+        init.check_classes(&self.dscps(), "classes")
+            .map_err(|e| spec("initial", e))?;
         init.validate().map_err(|e| spec("initial", e))?;
-        if init.classes.len() != self.classes.len() || self.classes.iter().any(|c| init.class(c.dscp).is_none()) {
-            return Err(bad(
-                "initial.classes",
-                &format!("{} classes", init.classes.len()),
-                "configure exactly the classes declared under [[classes]]",
-            ));
-        }
         // Every configuration the controller may propose must be one the model evaluates, or
         // each proposal would fail (and the daemon hold) for the model's refusal.
         let kind = self.model.kind;
@@ -220,6 +216,8 @@ impl DaemonConfig {
                     )
                 })?;
                 let s = Scenario::from_toml(&text, &shown).map_err(|e| spec("workload.scenario", e))?;
+                polyphony_model::mix_cdfs(&s)
+                    .map_err(|e| bad("workload.scenario", &format!("{shown:?}"), &e.to_string()))?;
                 let mut a = s.dscps();
                 let mut b = self.dscps();
                 a.sort();
