@@ -839,7 +839,8 @@ impl Controller {
         };
         // 4. Acquisition.
         // The region bounds the step around a compliant incumbent only: while g_best ≥ 1 (no
-        // configuration in the rolling window met every SLO) the acquisition searches the whole
+        // configuration in the rolling window has J < 1, which implies max r < 1; one that met
+        // every SLO by a small margin can still have J ≥ 1) the acquisition searches the whole
         // space, where the model's compliant region is one step away (scale-dev page).
         let radius = (self.variant.trust_region && best.g < 1.0).then_some(self.state.trust.radius);
         let mut extra: Vec<Vec<f64>> = self.state.last_proposal.iter().cloned().collect();
@@ -927,7 +928,7 @@ impl Controller {
                     match radius {
                         Some(r) => format!(" (radius {r:.3})"),
                         None if self.variant.trust_region =>
-                            " (whole space: no configuration in the window met every SLO)".into(),
+                            " (whole space: g_best ≥ 1; the region opens once a measured J is below 1)".into(),
                         None => " (no trust region)".into(),
                     }
                 ),

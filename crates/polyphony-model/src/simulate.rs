@@ -327,9 +327,14 @@ impl fmt::Display for SimulateReport {
             let v = sli.and_then(|x| c.slo.sli(x));
             // A class without measured flows has no quantiles: "-", as in the last column.
             let q = |pick: fn(&ClassSli) -> f64| sli.map_or("-".to_string(), |x| format!("{:.2}", pick(x)));
+            // The columns are slowdowns: a QCT objective is given on the class's queries line.
+            let slo = match c.slo.kind() {
+                SloKind::FctSlowdownP99 => format!("{:.1}", c.slo.threshold()),
+                SloKind::QctP99 => "QCT".to_string(),
+            };
             writeln!(
                 f,
-                "{:<w$} {:>6.3} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6.1} {:>6}",
+                "{:<w$} {:>6.3} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6}",
                 c.name,
                 k.map_or(f64::NAN, |k| k.weight),
                 k.map_or(0, |k| k.ecn_threshold.0),
@@ -338,7 +343,7 @@ impl fmt::Display for SimulateReport {
                 q(|x| x.p50),
                 q(|x| x.p99),
                 q(|x| x.p999),
-                c.slo.threshold(),
+                slo,
                 match v {
                     Some(v) if v <= c.slo.threshold() => "yes",
                     Some(_) => "NO",

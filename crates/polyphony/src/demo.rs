@@ -14,7 +14,8 @@ use crate::Failure;
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use polyphony_core::{
-    convergence_iteration, evaluate_run, ControlStep, Controller, ControllerParams, StepInput, StepPolicy, Variant,
+    convergence_iteration, evaluate_run, min_max_fairness, ControlStep, Controller, ControllerParams, StepInput,
+    StepPolicy, Variant,
 };
 use polyphony_model::{pool, poor_config, ModelKind, SimulatedNetwork, Traffic, WindowModel};
 use polyphony_spec::{NetworkConfig, Scenario, SliVector};
@@ -275,11 +276,12 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             CONVERGENCE_K
         )?,
     }
+    let fairness = final_fairness(&ratios_hist);
     writeln!(
         out,
-        "final objective J = {:.3}, fairness min r / max r = {:.2} (r = SLI / SLO), hindsight regret Σ(J_t − min J) = {:.2}, {} iterations in {:.1} s",
+        "final objective J = {:.3}, fairness min r / max r = {} (r = SLI / SLO), hindsight regret Σ(J_t − min J) = {:.2}, {} iterations in {:.1} s",
         metrics.final_objective,
-        metrics.fairness,
+        fairness,
         metrics.regret,
         objectives.len(),
         t_run.elapsed().as_secs_f64()
@@ -287,6 +289,20 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     writeln!(out, "final configuration: {}", describe(&config))?;
     writeln!(out, "plot: {}", args.plot.display())?;
     Ok(())
+}
+
+/// Min-max fairness of the last iteration that measured every class (a skipped iteration's
+/// ratios are not finite), naming that iteration when it is not the last.
+fn final_fairness(ratios: &[Vec<f64>]) -> String {
+    match ratios.iter().rposition(|r| r.iter().all(|x| x.is_finite())) {
+        Some(i) if i + 1 == ratios.len() => format!("{:.2}", min_max_fairness(&ratios[i])),
+        Some(i) => format!(
+            "{:.2} (iteration {}, the last measured)",
+            min_max_fairness(&ratios[i]),
+            i + 1
+        ),
+        None => "– (no iteration measured every class)".to_string(),
+    }
 }
 
 /// `w=0.10/0.45/0.45 K=300/300/300kB iw=2/2/2`, then ` B=–/–/24kB` when a class has a buffer
@@ -348,6 +364,18 @@ fn line(scenario: &Scenario, it: &DemoIteration) -> String {
 mod tests {
     use super::*;
     use polyphony_spec::{Bytes, Dscp, Packets};
+
+    #[test]
+    fn the_final_fairness_skips_an_unmeasured_last_iteration() {
+        let measured = vec![0.5, 1.0];
+        let skipped = vec![f64::INFINITY];
+        assert_eq!(final_fairness(&[skipped.clone(), measured.clone()]), "0.50");
+        assert_eq!(
+            final_fairness(&[measured, skipped.clone()]),
+            "0.50 (iteration 1, the last measured)"
+        );
+        assert_eq!(final_fairness(&[skipped]), "– (no iteration measured every class)");
+    }
 
     #[test]
     fn describe_names_buffers_and_algorithms_only_when_set() {
