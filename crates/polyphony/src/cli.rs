@@ -85,8 +85,8 @@ pub struct DaemonArgs {
     #[arg(long)]
     pub check: bool,
     /// Stop after this many intervals, each counted whether it completed an iteration, was
-    /// skipped or failed (default: run until SIGTERM).
-    #[arg(long, value_name = "N")]
+    /// skipped or failed (default: run until SIGTERM); at least 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_iterations: Option<u64>,
 }
 

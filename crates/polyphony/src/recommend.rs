@@ -141,7 +141,7 @@ pub fn main(args: RecommendArgs) -> Result<(), Failure> {
             };
             let state: PersistedState = StateDir::open_existing(&dir)
                 .and_then(|d| d.load())
-                .map_err(|e| usage("--state", e))?
+                .map_err(|e| usage("--state", format!("{:#}", anyhow::Error::from(e))))?
                 .ok_or_else(|| usage("--state", format!("{}: no state.json there", dir.display())))?;
             let ctl =
                 Controller::from_json(&serde_json::to_string(&state.controller).map_err(|e| usage("--state", e))?)

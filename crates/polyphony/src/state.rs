@@ -30,8 +30,8 @@ pub const FORMAT_VERSION: u32 = 1;
 /// A state directory problem.
 #[derive(Debug, Error)]
 pub enum StateError {
-    /// Reading or writing failed.
-    #[error("{path}: {op}: {source}")]
+    /// Reading or writing failed (the OS error is the source).
+    #[error("{path}: {op}")]
     Io {
         /// The file or directory.
         path: String,
@@ -49,6 +49,17 @@ pub enum StateError {
         /// Why it was refused.
         why: String,
         /// What to do about it, starting with "; " (empty when there is nothing to do).
+        hint: String,
+    },
+    /// The state file is gone but its previous copy is there: starting afresh would write
+    /// over the copy, so nothing starts until an operator chooses.
+    #[error("{path} is missing but its previous copy {prev} is there{hint}")]
+    OnlyPrevious {
+        /// The missing state file.
+        path: String,
+        /// The previous copy.
+        prev: String,
+        /// What to do about it, starting with "; ".
         hint: String,
     },
 }
@@ -299,7 +310,26 @@ impl StateDir {
         let path = self.file();
         let bytes = match fs::read(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let prev = self.prev_file();
+                if !prev.exists() {
+                    return Ok(None);
+                }
+                let hint = match fs::read(&prev).map_err(|e| e.to_string()).and_then(|b| parse_state(&b)) {
+                    Ok(p) => format!(
+                        " (iteration {}): `mv {} {}` resumes from it, or move it away to start fresh",
+                        p.iteration,
+                        prev.display(),
+                        path.display()
+                    ),
+                    Err(why) => format!("; it does not read either ({why}): move it away to start fresh"),
+                };
+                return Err(StateError::OnlyPrevious {
+                    path: path.display().to_string(),
+                    prev: prev.display().to_string(),
+                    hint,
+                });
+            }
             Err(e) => return Err(io(&path, "read")(e)),
         };
         parse_state(&bytes).map(Some).map_err(|why| {
@@ -472,12 +502,35 @@ mod tests {
         assert_eq!(parse_state(old.as_bytes()).map(|s| s.intervals), Ok(7));
     }
 
-    #[test]
-    fn a_truncated_state_file_names_itself_and_its_previous_good_copy() {
+    /// A state directory that saved iterations 3 and then 4 (so 3 is the previous copy).
+    fn saved_twice() -> (tempfile::TempDir, StateDir) {
         let d = tempfile::tempdir().unwrap();
         let s = StateDir::open(d.path()).unwrap();
         s.save(&state(3)).unwrap();
         s.save(&state(4)).unwrap();
+        (d, s)
+    }
+
+    #[test]
+    fn a_state_file_gone_with_its_previous_copy_left_starts_nothing() {
+        let (_d, s) = saved_twice();
+        fs::remove_file(s.file()).unwrap();
+        let e = s.load().unwrap_err();
+        assert!(matches!(e, StateError::OnlyPrevious { .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("is missing") && e.contains("(iteration 3): `mv"), "{e}");
+        assert_eq!(parse_state(&fs::read(s.prev_file()).unwrap()), Ok(state(3)));
+        fs::write(s.prev_file(), b"{").unwrap();
+        let e = s.load().unwrap_err().to_string();
+        assert!(e.contains("does not read either") && e.contains("move it away"), "{e}");
+        // Neither file: a fresh start.
+        fs::remove_file(s.prev_file()).unwrap();
+        assert_eq!(s.load().unwrap(), None);
+    }
+
+    #[test]
+    fn a_truncated_state_file_names_itself_and_its_previous_good_copy() {
+        let (_d, s) = saved_twice();
         let full = fs::read(s.file()).unwrap();
         for cut in [0, 1, full.len() / 2, full.len() - 1] {
             fs::write(s.file(), &full[..cut]).unwrap();

@@ -223,6 +223,15 @@ fn bad_config_values_name_the_key_exit_2_and_apply_nothing() {
             good.replace("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:99999\""),
             vec!["invalid socket address", "127.0.0.1:99999"],
         ),
+        // A state_dir that is a file could never hold the state: refused by --check too.
+        {
+            let file = dir.path().join("a-file");
+            std::fs::write(&file, "").unwrap();
+            (
+                good.replace(&state.display().to_string(), &file.display().to_string()),
+                vec!["state_dir", "a-file", "is not a directory"],
+            )
+        },
         (good.replace("senders = 3", "senders = 0"), vec!["topology.senders = 0"]),
         // The model runs on [topology], the scenario's traffic on its own: one network.
         (
@@ -449,6 +458,32 @@ fn sli_and_workfeed_cases(good: &str, dir: &Path) -> Vec<(String, Vec<&'static s
     ]
 }
 
+/// A state the daemon cannot resume from stops the start with exit 2 (the unit does not
+/// restart into it), in one line naming the file and what to do, and writes nothing.
+#[test]
+fn a_state_the_daemon_cannot_resume_stops_the_start_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    // state.json gone, its previous copy left: starting afresh would write over the copy.
+    let state = dir.path().join("only-prev");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("state.json.prev"), "{").unwrap();
+    let cfg = dir.path().join("only-prev.toml");
+    std::fs::write(&cfg, good_config(&state)).unwrap();
+    let args = ["daemon", "--config", cfg.to_str().unwrap(), "--max-iterations", "1"];
+    assert_one_line_usage_error(&args, &["state.json is missing", "state.json.prev", "move it away"]);
+    assert!(!state.join("state.json").exists());
+    assert_eq!(std::fs::read(state.join("state.json.prev")).unwrap(), b"{");
+    // A state.json that is a directory: named once, with its OS error.
+    let state = dir.path().join("dir-state");
+    std::fs::create_dir_all(state.join("state.json")).unwrap();
+    let cfg = dir.path().join("dir-state.toml");
+    std::fs::write(&cfg, good_config(&state)).unwrap();
+    let args = ["daemon", "--config", cfg.to_str().unwrap(), "--max-iterations", "1"];
+    assert_one_line_usage_error(&args, &["state.json: read: ", "a readable file"]);
+    let (_, _, err) = run(&args);
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+}
+
 #[test]
 fn a_missing_config_file_is_named() {
     assert_one_line_usage_error(
@@ -478,6 +513,10 @@ fn bad_arguments_name_the_flag() {
         &["--retention-s", "'-5'"],
     );
     assert_one_line_usage_error(&["frobnicate"], &["frobnicate"]);
+    assert_one_line_usage_error(
+        &["daemon", "--config", "x.toml", "--max-iterations", "0"],
+        &["--max-iterations", "'0'"],
+    );
     // A scenario file whose size CDF is not shipped: a usage error naming the mix entry.
     let dir = tempfile::tempdir().unwrap();
     let typo = typo_cdf_scenario(dir.path());

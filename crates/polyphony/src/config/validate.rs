@@ -40,6 +40,13 @@ impl DaemonConfig {
         if self.state_dir.as_os_str().is_empty() {
             return Err(bad("state_dir", &"\"\"", "name a directory for controller state"));
         }
+        if self.state_dir.exists() && !self.state_dir.is_dir() {
+            return Err(bad(
+                "state_dir",
+                &format!("{:?}", self.state_dir.display().to_string()),
+                "is not a directory: name a directory (created if missing) for controller state",
+            ));
+        }
         // The spec's class rules (distinct DSCPs and names, SLO ≥ 1, ...), via a scenario-less check.
         polyphony_spec::validate_classes(&self.classes, "classes").map_err(|e| spec("", e))?;
         self.topology.validate().map_err(|e| spec("", e))?;

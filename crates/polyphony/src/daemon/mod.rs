@@ -76,10 +76,20 @@ pub fn main(args: DaemonArgs) -> Result<(), Failure> {
     // The state is read before anything starts. A state file that does not read is an error
     // naming it and its previous good copy, with exit code 2: systemd's unit does not restart
     // into the same error (RestartPreventExitStatus=2), and nothing is written over either file.
-    let dir = StateDir::open(&loaded.config.state_dir).map_err(|e| Failure::Runtime(e.into()))?;
+    // Every way the state cannot be opened or read needs an operator (a state_dir that is a
+    // file, a state.json that is a directory or unreadable, a damaged or missing file): exit 2.
+    let dir = StateDir::open(&loaded.config.state_dir).map_err(|e| {
+        Failure::Usage(format!(
+            "state_dir: {:#}: name a directory the daemon may create and write",
+            anyhow::Error::from(e)
+        ))
+    })?;
     let mut saved = dir.load().map_err(|e| match e {
-        StateError::Corrupt { .. } => Failure::Usage(e.to_string()),
-        other => Failure::Runtime(other.into()),
+        StateError::Io { .. } => Failure::Usage(format!(
+            "{:#}: the state file must be a readable file (move it away to start fresh)",
+            anyhow::Error::from(e)
+        )),
+        StateError::Corrupt { .. } | StateError::OnlyPrevious { .. } => Failure::Usage(e.to_string()),
     })?;
     if let Some(state) = &mut saved {
         let ctl = Controller::from_json(&state.controller.to_string()).map_err(|e| {
@@ -315,6 +325,7 @@ async fn run(
         d.put_in_force(target).await?;
     }
     d.publish_state();
+    publish::start(&d.metrics, d.state.history.last());
     publish::mode(&d.metrics, d.mode);
     publish::knobs(&d.metrics, &d.loaded.config, &d.state.config_in_force);
 

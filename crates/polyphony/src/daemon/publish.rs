@@ -3,10 +3,10 @@
 
 use crate::config::{DaemonConfig, Mode};
 use crate::http::Snapshot;
-use crate::metrics::{class_labels, KnobLabels, Metrics};
+use crate::metrics::{class_labels, KnobLabels, Metrics, ReasonLabels};
 use crate::state::{IterationRecord, PersistedState};
 use polyphony_core::samples::Sample;
-use polyphony_core::Controller;
+use polyphony_core::{Controller, SkipKind};
 use polyphony_spec::{NetworkConfig, Workload};
 
 /// Sets every knob gauge to `config`'s values.
@@ -37,6 +37,47 @@ pub fn knobs(m: &Metrics, config: &DaemonConfig, in_force: &NetworkConfig) {
 
 /// Publishes an iteration's numbers.
 pub fn iteration(m: &Metrics, config: &DaemonConfig, r: &IterationRecord, workload: &Workload) {
+    measured(m, r);
+    m.iterations.inc();
+    m.iteration_seconds.observe(r.iteration_seconds);
+    m.model_seconds.observe(r.model_seconds);
+    for c in &config.classes {
+        let l = class_labels(&c.name, c.dscp.value());
+        let flows = workload
+            .flows
+            .iter()
+            .filter(|f| f.dscp == c.dscp)
+            .map(|f| f.weight)
+            .sum::<f64>();
+        m.workload_flows.get_or_create(&l).set(flows);
+        m.workload_offered_mbps
+            .get_or_create(&l)
+            .set(workload.offered_bps(c.dscp).max(0.0) / 1e6);
+    }
+}
+
+/// The gauges a process starts with: the last iteration's measurement when it resumes a state
+/// (so a restart does not read as J = 0 with every SLO missed), else NaN (nothing measured yet);
+/// each skip reason's counter at 0, so its series exists before the first skip.
+pub fn start(m: &Metrics, last: Option<&IterationRecord>) {
+    match last {
+        Some(r) => measured(m, r),
+        None => {
+            m.all_slos_met.set(f64::NAN);
+            m.objective_measured.set(f64::NAN);
+            m.objective_predicted.set(f64::NAN);
+            m.objective_predicted_sigma.set(f64::NAN);
+        }
+    }
+    for kind in [SkipKind::EmptyWindow, SkipKind::MissingSli, SkipKind::ClassWithoutFlows] {
+        let _created = m.skipped_intervals.get_or_create(&ReasonLabels {
+            reason: kind.as_str().to_string(),
+        });
+    }
+}
+
+/// The gauges of one iteration's measurement and prediction.
+fn measured(m: &Metrics, r: &IterationRecord) {
     for c in &r.classes {
         let l = class_labels(&c.name, c.dscp);
         m.class_sli.get_or_create(&l).set(c.sli);
@@ -54,22 +95,6 @@ pub fn iteration(m: &Metrics, config: &DaemonConfig, r: &IterationRecord, worklo
     m.objective_measured.set(r.g);
     m.objective_predicted.set(r.predicted_g);
     m.objective_predicted_sigma.set(r.predicted_sigma);
-    m.iterations.inc();
-    m.iteration_seconds.observe(r.iteration_seconds);
-    m.model_seconds.observe(r.model_seconds);
-    for c in &config.classes {
-        let l = class_labels(&c.name, c.dscp.value());
-        let flows = workload
-            .flows
-            .iter()
-            .filter(|f| f.dscp == c.dscp)
-            .map(|f| f.weight)
-            .sum::<f64>();
-        m.workload_flows.get_or_create(&l).set(flows);
-        m.workload_offered_mbps
-            .get_or_create(&l)
-            .set(workload.offered_bps(c.dscp).max(0.0) / 1e6);
-    }
 }
 
 /// Sets the mode gauge.
