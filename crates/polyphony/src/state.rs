@@ -374,6 +374,12 @@ impl StateDir {
 
 /// A state file's content, or why it is not one this build reads (never panics).
 pub fn parse_state(bytes: &[u8]) -> Result<PersistedState, String> {
+    // serde also reads a struct from an array, whose errors would name an inner type.
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(_) => return Err("not a JSON object".into()),
+        None => return Err("empty".into()),
+    }
     let mut s: PersistedState = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     if s.version != FORMAT_VERSION {
         return Err(format!(
@@ -509,6 +515,12 @@ mod tests {
         s.save(&state(3)).unwrap();
         s.save(&state(4)).unwrap();
         (d, s)
+    }
+
+    #[test]
+    fn a_state_that_is_no_json_object_says_so() {
+        assert_eq!(parse_state(b"[1, 2, 3]"), Err("not a JSON object".into()));
+        assert_eq!(parse_state(b" \n"), Err("empty".into()));
     }
 
     #[test]
