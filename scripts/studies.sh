@@ -13,8 +13,9 @@
 #   scale-ablation   the scale study's no-trust-region ablation, as scale
 #                    (no-correction is in scale; 29 min)
 #   scale-run-p99    the scale study on the paper's 1 s run-p99 SLO basis, seed 0 (41 min)
-#   fresh            beyond the paper: 36 scenarios drawn from the model's validation space (two
-#                    per regime), SLOs as the scale study sets them, seeds 0-2 (35 min)
+#   fresh            beyond the paper: 36 cases drawn from the model's validation space (two per
+#                    regime), each at a high and a low SLO set as the scale study sets them (72
+#                    scenarios), seeds 0-2 (35 min)
 #   convergence      Table 2 on the time-scaled 1500 us dumbbell (secondary check; 4 min)
 #   adaptation       Table 3 (load shifts) on the 1500 us dumbbell (1 min)
 #   categorical      categorical-bulk-tight.toml (1500 us dumbbell, 50 intervals as convergence),

@@ -175,6 +175,9 @@ pub fn read(path: &Path) -> Result<Vec<CsvRun>, EvalError> {
         runs[k].model_ratios.push(model_ratios);
         order[k].push(it);
     }
+    if runs.is_empty() {
+        return Err(err("no rows under the header: the run wrote no interval".into()));
+    }
     // Rows are written in iteration order; sort anyway, so a reordered file reads the same.
     for (run, its) in runs.iter_mut().zip(order) {
         type Row = (i64, Vec<f64>, (f64, f64), f64, Vec<f64>);
@@ -301,6 +304,8 @@ mod tests {
         ));
         let e = read(f.path()).expect_err("duplicate").to_string();
         assert!(e.contains("appears twice"), "{e}");
+        let e = read(file(HEADER).path()).expect_err("header only").to_string();
+        assert!(e.contains("no rows"), "{e}");
         let e = read(Path::new("/nonexistent/iterations.csv"))
             .expect_err("missing")
             .to_string();

@@ -25,9 +25,9 @@ pub enum Study {
     /// §8.5: 24 leaf-spine scenarios.
     Scale,
     /// Beyond the paper: scenarios drawn from the model's validation space, SLOs set as the
-    /// scale study sets them ([`crate::fresh`]).
+    /// scale study sets them (`crate::fresh`).
     Fresh,
-    /// Issue 19: a scenario whose SLOs need a non-default congestion-control choice; the
+    /// Beyond the paper: a scenario whose SLOs need a non-default congestion-control choice; the
     /// controller on the mixed space against the numeric-only one and Bluefin on the mixed
     /// space.
     Categorical,
@@ -111,14 +111,16 @@ fn default_start(scenario: &Scenario) -> NetworkConfig {
     scenario.knob_space().resolve_unset(&cfg)
 }
 
-/// SLO tightness of the reference scenario.
+/// SLO tightness: which of `<prefix>-{low,medium,high}.toml` (the SLOs are the files'; the
+/// paper's (AF11, AF21, AF31) are 12/16/22, 11/15/20 and 10/13/17, which `reference-10g` scales
+/// by 5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Tightness {
-    /// SLOs (12, 16, 22).
+    /// The loosest SLOs (`<prefix>-low.toml`).
     Low,
-    /// SLOs (11, 15, 20).
+    /// `<prefix>-medium.toml`.
     Medium,
-    /// SLOs (10, 13, 17).
+    /// The tightest SLOs (`<prefix>-high.toml`).
     High,
 }
 
@@ -138,8 +140,9 @@ impl Tightness {
 pub struct StudyOptions {
     /// Where `<prefix>-{low,medium,high}.toml` and `adaptation.toml` live.
     pub scenario_dir: PathBuf,
-    /// File-name prefix of the tightness scenarios: `reference` (the paper's dumbbell) or
-    /// `testbed` (SLOs calibrated on the namespace testbed).
+    /// File-name prefix of the tightness scenarios: `reference-10g` (the paper's dumbbell at
+    /// 10 Gbit/s), `reference` (100 Mbit/s), `reference-sim` (time-scaled) or `testbed` (SLOs
+    /// calibrated on the namespace testbed).
     pub scenario_prefix: String,
     /// Override of the dumbbell's one-way link delay (µs); `None` keeps the files' value.
     pub delay_us: Option<f64>,
@@ -189,15 +192,60 @@ impl Planned {
     }
 }
 
-fn load(opts: &StudyOptions, file: &str) -> Result<Scenario, EvalError> {
+/// Which flags name the scenario file a study reads, for an error that says what to change.
+#[derive(Clone, Copy)]
+enum Chosen {
+    /// `<prefix>-<tightness>.toml`.
+    Prefix,
+    /// `adaptation.toml`.
+    Adaptation,
+    /// `categorical-<name>.toml`.
+    Categorical,
+}
+
+/// The `categorical-<name>.toml` files of `dir`, by name.
+fn categorical_names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.strip_prefix("categorical-")
+                        .and_then(|r| r.strip_suffix(".toml"))
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn load(opts: &StudyOptions, file: &str, chosen: Chosen) -> Result<Scenario, EvalError> {
     let path = opts.scenario_dir.join(file);
     if !path.is_file() {
+        let dir = opts.scenario_dir.display();
+        let how = match chosen {
+            Chosen::Prefix => format!(
+                "--scenario-dir {dir} with --scenario-prefix {p} reads {p}-{{low,medium,high}}.toml; point them at an existing set, e.g. configs/scenarios with reference-10g, reference or testbed",
+                p = opts.scenario_prefix
+            ),
+            Chosen::Adaptation => {
+                format!("--scenario-dir {dir} must hold adaptation.toml; point it at configs/scenarios")
+            }
+            Chosen::Categorical => format!(
+                "--categorical {} reads {dir}/categorical-{}.toml; {dir} has: {}",
+                opts.categorical,
+                opts.categorical,
+                match categorical_names(&opts.scenario_dir) {
+                    n if n.is_empty() => "none (point --scenario-dir at configs/scenarios)".to_string(),
+                    n => n.join(", "),
+                }
+            ),
+        };
         return Err(EvalError::Usage(format!(
-            "scenario file {} does not exist: --scenario-dir {} with --scenario-prefix {} reads {}-{{low,medium,high}}.toml (and adaptation.toml); point them at an existing set, e.g. configs/scenarios with reference or testbed",
-            path.display(),
-            opts.scenario_dir.display(),
-            opts.scenario_prefix,
-            opts.scenario_prefix
+            "scenario file {} does not exist: {how}",
+            path.display()
         )));
     }
     let mut s = load_scenario(&path).map_err(|e| {
@@ -227,16 +275,20 @@ pub fn plan(study: Study, opts: &StudyOptions) -> Result<Vec<Planned>, EvalError
             .tightness
             .iter()
             .map(|t| {
-                let s = load(opts, &format!("{}-{}.toml", opts.scenario_prefix, t.name()))?;
+                let s = load(
+                    opts,
+                    &format!("{}-{}.toml", opts.scenario_prefix, t.name()),
+                    Chosen::Prefix,
+                )?;
                 Ok(Planned::new(t.name(), s, TrafficMatrix::default()))
             })
             .collect(),
         Study::Ablation => {
-            let s = load(opts, &format!("{}-high.toml", opts.scenario_prefix))?;
+            let s = load(opts, &format!("{}-high.toml", opts.scenario_prefix), Chosen::Prefix)?;
             Ok(vec![Planned::new("high", s, TrafficMatrix::default())])
         }
         Study::Adaptation => {
-            let mut s = load(opts, "adaptation.toml")?;
+            let mut s = load(opts, "adaptation.toml", Chosen::Adaptation)?;
             if opts.phase_iterations == 0 {
                 return Err(EvalError::Usage("--phase-iterations 0: give at least 1".into()));
             }
@@ -248,7 +300,7 @@ pub fn plan(study: Study, opts: &StudyOptions) -> Result<Vec<Planned>, EvalError
         }
         Study::Categorical => {
             let file = format!("categorical-{}.toml", opts.categorical);
-            let s = load(opts, &file)?;
+            let s = load(opts, &file, Chosen::Categorical)?;
             if s.knob_space().categorical.is_empty() {
                 return Err(EvalError::Usage(format!(
                     "{file} has no [[knobs.categorical]] block: the categorical study compares the mixed space with the numeric one; name a categorical-*.toml scenario that has one"

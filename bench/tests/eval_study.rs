@@ -175,6 +175,27 @@ fn bad_command_lines_are_refused_with_what_to_do() {
     let (code, err) = eval(&["adaptation", "--phase-iterations", "0", "--quiet"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--phase-iterations 0"), "{err}");
+
+    // Fewer intervals than the four phases would report phases that never ran.
+    let (code, err) = eval(&["adaptation", "--iterations", "2", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--iterations 2") && err.contains("--phase-iterations"),
+        "{err}"
+    );
+
+    let (code, err) = eval(&["categorical", "--categorical", "nosuch", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--categorical nosuch") && err.contains("incast"), "{err}");
+
+    // An --out that cannot be a directory is refused before any interval runs (a study
+    // would otherwise lose its results at the end).
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").expect("write");
+    let (code, err) = eval(&["convergence", "--iterations", "1000", "--out", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--out") && err.contains("a-file"), "{err}");
 }
 
 #[test]

@@ -177,6 +177,13 @@ fn run() -> Result<()> {
     };
     let groups: Vec<_> = planned.chunks(group).collect();
     bar.set_length(groups.iter().map(|g| ceiling::replays_per_cell(&opts, g.len())).sum());
+    // Where the results go is checked before the search, not after it.
+    std::fs::create_dir_all(&a.out).map_err(|e| {
+        EvalError::Usage(format!(
+            "--out {}: cannot create the directory: {e}; name a directory to write the results to",
+            a.out.display()
+        ))
+    })?;
     let mut results = Vec::new();
     for g in groups {
         bar.set_message(g[0].scenario.name.clone());
@@ -188,7 +195,6 @@ fn run() -> Result<()> {
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     );
     let provenance = format!("Scenarios: {scenarios}. Search seed {} (`--seed`).", a.seed);
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let page = ceiling::summary(&results, &opts, a.runs, &command, &provenance);
     let write = |name: &str, text: &str| {
         let path = a.out.join(name);

@@ -41,8 +41,10 @@ struct Args {
     /// Directory of <prefix>-{low,medium,high}.toml and adaptation.toml.
     #[arg(long, default_value = "configs/scenarios")]
     scenario_dir: PathBuf,
-    /// File-name prefix of the tightness scenarios (convergence, ablation): `reference` (the
-    /// paper's dumbbell) or `testbed` (SLOs calibrated on the namespace testbed).
+    /// File-name prefix of the tightness scenarios (convergence, ablation): `reference-10g`
+    /// (the paper's dumbbell at 10 Gbit/s, §1–§2 of docs/evaluation.md), `reference` (100
+    /// Mbit/s; `--delay-us 1500` gives §3's time-scaled dumbbell), `reference-sim` or `testbed`
+    /// (SLOs calibrated on the namespace testbed).
     #[arg(long, default_value = "reference")]
     scenario_prefix: String,
     /// Warm-up windows before the control loop: they measure design points around the start
@@ -221,6 +223,15 @@ fn run() -> Result<()> {
     if a.study == Study::Adaptation && a.phase_iterations == 0 {
         return Err(EvalError::Usage("--phase-iterations 0: give at least 1 interval per load phase".into()).into());
     }
+    if let (Study::Adaptation, Some(n)) = (a.study, a.iterations) {
+        let phases = 4 * a.phase_iterations;
+        if n < phases {
+            return Err(EvalError::Usage(format!(
+                "--iterations {n}: the adaptation study's four load phases take 4 × --phase-iterations = {phases} intervals; set --phase-iterations instead (a shorter run would report phases it never ran)"
+            ))
+            .into());
+        }
+    }
     let iterations = a.iterations.unwrap_or(match a.study {
         Study::Adaptation => 4 * a.phase_iterations,
         Study::Scale | Study::Fresh => 10,
@@ -301,12 +312,19 @@ fn run() -> Result<()> {
     let total = planned.len() as u64 * opts.tuners.len() as u64 * opts.seeds * (opts.warmup + opts.iterations) as u64;
     bar.set_length(total);
     bar.set_message(format!("{} on {:?}", a.study.name(), a.ground));
-    let results = run_study(&planned, &opts, &|| bar.inc(1))?;
-    bar.finish_and_clear();
+    // Where the results go is checked before the runs, not after them.
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("docs/results").join(a.study.name()));
+    std::fs::create_dir_all(&out).map_err(|e| {
+        EvalError::Usage(format!(
+            "--out {}: cannot create the directory: {e}; name a directory to write the results to",
+            out.display()
+        ))
+    })?;
+    let results = run_study(&planned, &opts, &|| bar.inc(1))?;
+    bar.finish_and_clear();
     let command = format!(
         "cargo run --release -p polyphony-bench --bin eval -- {}",
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
@@ -348,7 +366,7 @@ starts from the {} configuration (`--start`).",
     write_outputs(&out, &opts, &results, &command, &provenance, &|i| {
         plots && (!scale || i < 2)
     })
-    .with_context(|| format!("writing {}", out.display()))?;
+    .with_context(|| format!("--out {}", out.display()))?;
     print!(
         "{}",
         std::fs::read_to_string(out.join("summary.md")).unwrap_or_default()

@@ -6,7 +6,11 @@
 //! those decisions (pktsim's CPU time for the interval over the model's CPU time per
 //! configuration it scored on that window): median and min over every decision; and the
 //! model's error at the configurations in force, on each interval's own flows (|r̂ − r| / r per
-//! class and interval, before calibration): median and 90th percentile.
+//! class and interval, before calibration): median and 90th percentile. "Noise-only fairness"
+//! is what measurement noise alone leaves of it (`report::noise_fairness`: each class's ratio
+//! divided by its own mean over those intervals, min / max per interval, median; meaningful for
+//! a tuner that holds one configuration). "–": the file has no such column, or the tuner has no
+//! model (no-model, bluefin, fixed).
 //!
 //! `cargo run --release -p polyphony-bench --bin fairness -- docs/results/convergence/iterations.csv`
 
@@ -75,7 +79,7 @@ fn run() -> Result<()> {
                 let all: Vec<f64> = mine.iter().flat_map(|r| r.decide_s.iter().map(pick)).collect();
                 let s = Spread::of(&all);
                 if s.median.is_nan() {
-                    "not in the file".to_string()
+                    "–".to_string()
                 } else {
                     format!("{:.3} · {:.3}", s.median, s.max)
                 }
@@ -83,7 +87,7 @@ fn run() -> Result<()> {
             let speed: Vec<f64> = mine.iter().flat_map(|r| r.speed.iter().copied()).collect();
             let speed = Spread::of(&speed);
             let speed = if speed.median.is_nan() {
-                "not in the file".to_string()
+                "–".to_string()
             } else {
                 format!("{:.0} · {:.0}", speed.median, speed.min)
             };
@@ -91,7 +95,7 @@ fn run() -> Result<()> {
             err.sort_by(f64::total_cmp);
             let err = match (percentile(&err, 0.5), percentile(&err, 0.9)) {
                 (Some(m), Some(p)) => format!("{:.1} % · {:.1} %", 100.0 * m, 100.0 * p),
-                _ => "not in the file".to_string(),
+                _ => "–".to_string(),
             };
             let _ = writeln!(
                 out,
@@ -103,7 +107,9 @@ fn run() -> Result<()> {
                 time(|d| d.1)
             );
         }
-        out.push('\n');
+        out.push_str(
+            "\nNoise-only fairness: each class's ratio over its own mean, min / max per interval, median (what noise alone leaves; for a tuner holding one configuration). –: no such column, or a tuner without a model.\n\n",
+        );
         match stdout.write_all(out.as_bytes()) {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
             r => r?,

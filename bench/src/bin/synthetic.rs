@@ -12,8 +12,8 @@ use polyphony_core::{ControllerParams, LocalSolver};
 #[derive(Parser, Debug)]
 #[command(about = "Synthetic benchmark of every tuner (docs/controller.md)")]
 struct Args {
-    /// Number of seeds (runs per tuner).
-    #[arg(long, default_value_t = 20)]
+    /// Number of seeds (runs per tuner), at least 1.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     seeds: u64,
     /// Measured intervals per run.
     #[arg(long, default_value_t = 40)]

@@ -37,7 +37,7 @@ struct Args {
     #[arg(long, required = true)]
     scenario: Vec<String>,
     /// Random configurations to try.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     configs: usize,
     /// Independent workload samples per configuration.
     #[arg(long, default_value_t = 3)]

@@ -41,7 +41,7 @@ struct Args {
     #[command(flatten)]
     cases: common::CaseArgs,
     /// Random configurations per case in the base run's cache (the first is the base).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     configs: usize,
     /// Factor the moved class's weight is multiplied and divided by (before renormalising).
     #[arg(long, default_value_t = 2.0)]

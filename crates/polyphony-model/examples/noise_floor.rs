@@ -54,7 +54,7 @@ struct Args {
     #[arg(long, default_value_t = 0.01)]
     epsilon: f64,
     /// Random configurations per case (match `validate` / `train_correction` to share a cache).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     configs: usize,
     /// Other workload draws per configuration (`--mode arrivals`); each class's p99 is their
     /// median.

@@ -47,7 +47,7 @@ struct Args {
     #[arg(long, default_value_t = 648)]
     cases: u64,
     /// Random configurations drawn per case (4 draws `train_correction --configs 4`'s).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     configs: usize,
     /// How many of the drawn configurations are run (the first ones).
     #[arg(long, default_value_t = 2)]

@@ -48,7 +48,7 @@ struct Args {
     #[arg(long, default_value_t = 648)]
     cases: u64,
     /// Random configurations per case.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     configs: usize,
     /// Worker threads for pktsim runs missing from the cache.
     #[arg(long, default_value_t = 2)]

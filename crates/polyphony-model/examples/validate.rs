@@ -35,7 +35,7 @@ struct Args {
     #[command(flatten)]
     cases: common::CaseArgs,
     /// Random configurations per case.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     configs: usize,
     /// Worker threads (cases run in parallel).
     #[arg(long, default_value_t = 1)]

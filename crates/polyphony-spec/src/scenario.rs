@@ -44,6 +44,21 @@ pub struct LeafSpineSpec {
     pub link_delay_us: f64,
 }
 
+/// `x` to four significant digits at most, trailing zeros dropped (20951.4178 → 20951,
+/// 4.00684 → 4.007, 2.5 → 2.5): drawn rates and delays read as numbers, not as float dumps.
+fn short(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return x.to_string();
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 impl std::fmt::Display for TopologySpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -53,12 +68,19 @@ impl std::fmt::Display for TopologySpec {
                 link_delay_us,
             } => write!(
                 f,
-                "dumbbell, {senders} senders, {rate_mbps} Mbit/s, {link_delay_us} µs per link"
+                "dumbbell, {senders} senders, {} Mbit/s, {} µs per link",
+                short(*rate_mbps),
+                short(*link_delay_us)
             ),
             TopologySpec::LeafSpine(ls) => write!(
                 f,
                 "leaf-spine {}×{}, {} spines, {}/{} Mbit/s, {} µs per link",
-                ls.racks, ls.hosts_per_rack, ls.spines, ls.host_rate_mbps, ls.fabric_rate_mbps, ls.link_delay_us
+                ls.racks,
+                ls.hosts_per_rack,
+                ls.spines,
+                short(ls.host_rate_mbps),
+                short(ls.fabric_rate_mbps),
+                short(ls.link_delay_us)
             ),
         }
     }
@@ -686,6 +708,22 @@ mod tests {
         let bad = REF.replace("dscp = 18\nsize_cdf", "dscp = 34\nsize_cdf");
         let e = Scenario::from_toml(&bad, "ref.toml").unwrap_err().to_string();
         assert!(e.starts_with("mix[1].dscp = 34"), "{e}");
+    }
+
+    #[test]
+    fn a_topology_prints_drawn_numbers_to_four_digits() {
+        let t = TopologySpec::Dumbbell {
+            senders: 9,
+            rate_mbps: 20951.417840409795,
+            link_delay_us: 4.006839837627265,
+        };
+        assert_eq!(t.to_string(), "dumbbell, 9 senders, 20951 Mbit/s, 4.007 µs per link");
+        let t = TopologySpec::Dumbbell {
+            senders: 3,
+            rate_mbps: 100.0,
+            link_delay_us: 2.5,
+        };
+        assert_eq!(t.to_string(), "dumbbell, 3 senders, 100 Mbit/s, 2.5 µs per link");
     }
 
     #[test]

@@ -69,8 +69,8 @@ pub struct CaseArgs {
     /// Seed set: `dev` or `validation`.
     #[arg(long, default_value = "dev")]
     pub set: String,
-    /// Number of cases (scenarios); every 18 consecutive cases cover every regime once.
-    #[arg(long, default_value_t = 36)]
+    /// Number of cases (scenarios), at least 1; every 18 consecutive cases cover every regime once.
+    #[arg(long, default_value_t = 36, value_parser = clap::value_parser!(u64).range(1..))]
     pub cases: u64,
     /// First case index.
     #[arg(long, default_value_t = 0)]
@@ -80,7 +80,7 @@ pub struct CaseArgs {
 impl CaseArgs {
     /// The seed set and the case indices.
     pub fn range(&self) -> anyhow::Result<(polyphony_model::validation::SeedSet, std::ops::Range<u64>)> {
-        let set = polyphony_model::validation::SeedSet::parse(&self.set)?;
+        let set = polyphony_model::validation::SeedSet::parse(&self.set).map_err(|e| anyhow::anyhow!("--set: {e}"))?;
         Ok((set, self.first..self.first.saturating_add(self.cases)))
     }
 }
