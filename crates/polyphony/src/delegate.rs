@@ -64,6 +64,13 @@ pub fn workfeed(cmd: workfeed::cli::WorkfeedCommand) -> Result<(), Failure> {
             WorkfeedCommand::Agent(a) => run_agent_command(*a, &mut registry, shutdown).await,
             WorkfeedCommand::Aggregator(a) => run_aggregator_command(*a, &mut registry, shutdown).await,
         };
-        r.map_err(|e| Failure::Runtime(anyhow!("{e}")))
+        // Bad settings exit 2 (nothing ran), as every other subcommand's do.
+        r.map_err(|e| {
+            if e.is_usage() {
+                Failure::Usage(e.to_string())
+            } else {
+                Failure::Runtime(anyhow!("{e}"))
+            }
+        })
     })
 }

@@ -51,10 +51,10 @@ pub struct AgentArgs {
     /// Keep probability of hash-based sampling, in (0, 1].
     #[arg(long, allow_negative_numbers = true)]
     pub sample: Option<f64>,
-    /// Records per datagram (1..=1300).
+    /// Records per datagram (1..=1300; default 24, a tagged datagram under a 1500-byte MTU).
     #[arg(long, allow_negative_numbers = true)]
     pub batch_records: Option<usize>,
-    /// Longest a record waits before it is sent, milliseconds.
+    /// Longest a record waits before it is sent, milliseconds (default 200).
     #[arg(long, allow_negative_numbers = true)]
     pub flush_ms: Option<u64>,
     /// File holding the shared HMAC-SHA256 key (≥ 16 bytes).
@@ -187,12 +187,26 @@ pub enum CliError {
     /// A required setting is missing.
     #[error("missing setting `{0}`: give --{1} or set it in the --config file")]
     Missing(&'static str, &'static str),
-    /// Bad probability.
-    #[error(transparent)]
-    Probability(#[from] BadProbability),
-    /// Bad key.
-    #[error(transparent)]
-    Key(#[from] KeyError),
+    /// A setting (flag or `--config` key) has a value it cannot take.
+    #[error("{flag} {value}: {why}")]
+    Bad {
+        /// The flag, e.g. `--sample`.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// What is wrong and what to give instead.
+        why: String,
+    },
+    /// A socket named by a flag could not be bound.
+    #[error("{flag} {addr}: cannot listen there: {source}; give a free local address and port (port 0 picks one)")]
+    Listen {
+        /// The flag, e.g. `--listen`.
+        flag: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
     /// Probe / netns problem.
     #[error(transparent)]
     Load(#[from] LoadError),
@@ -220,8 +234,48 @@ fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path, what: &'static str) -> R
     })
 }
 
-fn key(path: Option<&PathBuf>) -> Result<Option<AuthKey>, CliError> {
-    path.map(|p| AuthKey::from_file(p)).transpose().map_err(CliError::from)
+/// The key in the file `flag` names, if it names one.
+fn key(path: Option<&PathBuf>, flag: &'static str) -> Result<Option<AuthKey>, CliError> {
+    path.map(|p| {
+        AuthKey::from_file(p).map_err(|e: KeyError| CliError::Config {
+            what: flag,
+            path: p.clone(),
+            why: e.to_string(),
+        })
+    })
+    .transpose()
+}
+
+/// `p` as a keep probability, or the error naming `flag`.
+fn probability(p: f64, flag: &'static str) -> Result<KeepProbability, CliError> {
+    KeepProbability::new(p).map_err(|e: BadProbability| CliError::Bad {
+        flag,
+        value: p.to_string(),
+        why: e.to_string(),
+    })
+}
+
+/// `v` if it is at least 1, or the error naming `flag` and its unit.
+fn positive(v: u64, flag: &'static str, unit: &str) -> Result<u64, CliError> {
+    if v >= 1 {
+        Ok(v)
+    } else {
+        Err(CliError::Bad {
+            flag,
+            value: v.to_string(),
+            why: format!("give at least 1 {unit}"),
+        })
+    }
+}
+
+impl CliError {
+    /// Whether the settings are at fault (exit code 2: nothing ran) rather than the run.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            CliError::Config { .. } | CliError::Missing(..) | CliError::Bad { .. } | CliError::Listen { .. }
+        )
+    }
 }
 
 fn host_agent_id() -> u32 {
@@ -323,15 +377,22 @@ impl AgentArgs {
         cfg.aggregator = aggregator;
         cfg.jetstream = nats;
         if let Some(p) = self.sample {
-            cfg.sample = KeepProbability::new(p)?;
+            cfg.sample = probability(p, "--sample")?;
         }
         if let Some(n) = self.batch_records {
+            if !(1..=crate::wire::MAX_RECORDS).contains(&n) {
+                return Err(CliError::Bad {
+                    flag: "--batch-records",
+                    value: n.to_string(),
+                    why: format!("a datagram holds 1..={} records", crate::wire::MAX_RECORDS),
+                });
+            }
             cfg.batch_records = n;
         }
         if let Some(ms) = self.flush_ms {
-            cfg.flush_interval = Duration::from_millis(ms.max(1));
+            cfg.flush_interval = Duration::from_millis(positive(ms, "--flush-ms", "millisecond")?);
         }
-        cfg.key = key(self.key_file.as_ref())?;
+        cfg.key = key(self.key_file.as_ref(), "--key-file")?;
         cfg.ipfix = ipfix_export(&self.ipfix_export, cfg.agent_id, self.ipfix_enterprise);
         let netns_inodes = self
             .netns
@@ -383,12 +444,17 @@ impl AggregatorArgs {
     pub fn to_config(&self) -> Result<AggregatorConfig, CliError> {
         let listen = self.listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 7447)));
         let mut cfg = AggregatorConfig::new(listen);
-        cfg.key = key(self.key_file.as_ref())?;
+        cfg.key = key(self.key_file.as_ref(), "--key-file")?;
         if let Some(p) = self.sample {
-            cfg.sample = KeepProbability::new(p)?;
+            cfg.sample = probability(p, "--sample")?;
         }
         if let Some(s) = self.retention_s {
-            cfg.retention = Duration::from_secs(s);
+            cfg.retention = Duration::from_secs(positive(s, "--retention-s", "second")?);
+        }
+        for (v, flag) in [(self.report_s, "--report-s"), (self.window_s, "--window-s")] {
+            if let Some(v) = v {
+                positive(v, flag, "second")?;
+            }
         }
         if let Some(h) = &self.hosts {
             cfg.hosts = read_toml::<HostMap>(h, "--hosts file")?;
@@ -400,7 +466,7 @@ impl AggregatorArgs {
             cfg.upstream = Some(UpstreamConfig {
                 addr,
                 id: self.upstream_id.unwrap_or_else(host_agent_id),
-                key: key(self.upstream_key_file.as_ref())?,
+                key: key(self.upstream_key_file.as_ref(), "--upstream-key-file")?,
             });
         }
         cfg.ipfix_listen = self.ipfix_listen;
@@ -439,7 +505,23 @@ pub async fn start_aggregator_command(
     let cfg = args.to_config()?;
     let metrics = AggregatorMetrics::default();
     metrics.register(registry);
-    let agg = Aggregator::bind(cfg, metrics).await?;
+    // The trace is written at every report: find out now if it cannot be, not at the first.
+    if let Some(p) = &args.trace_out {
+        std::fs::write(p, "").map_err(|e| CliError::Bad {
+            flag: "--trace-out",
+            value: p.display().to_string(),
+            why: format!("cannot write it: {e}; name a file in a writable directory"),
+        })?;
+    }
+    let (listen, ipfix) = (cfg.listen, cfg.ipfix_listen);
+    let agg = Aggregator::bind(cfg, metrics).await.map_err(|e| match e {
+        AggregatorError::Io { addr, source } if addr == listen || Some(addr) == ipfix => CliError::Listen {
+            flag: if addr == listen { "--listen" } else { "--ipfix-listen" },
+            addr,
+            source,
+        },
+        other => CliError::Aggregator(other),
+    })?;
     Ok((agg, args))
 }
 
@@ -553,8 +635,10 @@ mod tests {
         let WorkfeedCommand::Aggregator(g) = parse(&["aggregator", "--key-file", key.to_str().unwrap()]) else {
             panic!()
         };
-        let e = g.to_config().unwrap_err().to_string();
-        assert!(e.contains("at least 16"), "{e}");
+        let e = g.to_config().unwrap_err();
+        assert!(e.is_usage(), "{e}");
+        let e = e.to_string();
+        assert!(e.starts_with("--key-file ") && e.contains("at least 16"), "{e}");
         // Each file is named as the option that gave it.
         let WorkfeedCommand::Aggregator(g) = parse(&["aggregator", "--config", file.to_str().unwrap()]) else {
             panic!()
@@ -568,6 +652,76 @@ mod tests {
         };
         let e = g.to_config().unwrap_err().to_string();
         assert!(e.starts_with("--hosts file ") && e.contains("hosts.txt"), "{e}");
+    }
+
+    #[test]
+    fn a_value_a_setting_cannot_take_is_named_with_its_flag() {
+        for (args, start) in [
+            (
+                &["agent", "--aggregator", "127.0.0.1:1", "--sample", "0"][..],
+                "--sample 0:",
+            ),
+            (
+                &["agent", "--aggregator", "127.0.0.1:1", "--batch-records", "0"],
+                "--batch-records 0:",
+            ),
+            (
+                &["agent", "--aggregator", "127.0.0.1:1", "--batch-records", "5000"],
+                "--batch-records 5000:",
+            ),
+            (
+                &["agent", "--aggregator", "127.0.0.1:1", "--flush-ms", "0"],
+                "--flush-ms 0:",
+            ),
+        ] {
+            let WorkfeedCommand::Agent(a) = parse(args) else {
+                panic!("agent expected")
+            };
+            let e = a.to_config().unwrap_err();
+            assert!(e.is_usage() && e.to_string().starts_with(start), "{args:?}: {e}");
+        }
+        for (args, start) in [
+            (&["aggregator", "--retention-s", "0"][..], "--retention-s 0:"),
+            (&["aggregator", "--report-s", "0"], "--report-s 0:"),
+            (&["aggregator", "--window-s", "0"], "--window-s 0:"),
+        ] {
+            let WorkfeedCommand::Aggregator(g) = parse(args) else {
+                panic!("aggregator expected")
+            };
+            let e = g.to_config().unwrap_err();
+            assert!(e.is_usage() && e.to_string().starts_with(start), "{args:?}: {e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_socket_that_cannot_be_bound_or_a_trace_that_cannot_be_written_names_its_flag() {
+        let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap().to_string();
+        for (args, start) in [
+            (vec!["aggregator", "--listen", addr.as_str()], "--listen "),
+            (
+                vec!["aggregator", "--listen", "127.0.0.1:0", "--ipfix-listen", addr.as_str()],
+                "--ipfix-listen ",
+            ),
+            (
+                vec![
+                    "aggregator",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--trace-out",
+                    "/nonexistent/t.jsonl",
+                ],
+                "--trace-out /nonexistent/t.jsonl: cannot write it",
+            ),
+        ] {
+            let WorkfeedCommand::Aggregator(g) = parse(&args) else {
+                panic!("aggregator expected")
+            };
+            let e = start_aggregator_command(*g, &mut Registry::default())
+                .await
+                .unwrap_err();
+            assert!(e.is_usage() && e.to_string().starts_with(start), "{args:?}: {e}");
+        }
     }
 
     #[test]
