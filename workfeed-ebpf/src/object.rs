@@ -6,7 +6,8 @@ use thiserror::Error;
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 #[error(
     "this build of workfeed-ebpf has no eBPF capture program: {reason}. \
-     Install the missing piece (Debian: `apt-get install clang llvm libbpf-dev bpftool`) and rebuild"
+     Install the missing piece (Debian: `apt-get install clang llvm libbpf-dev bpftool`) and rebuild; \
+     running it then needs root (or CAP_BPF and CAP_PERFMON)"
 )]
 pub struct ObjectMissing {
     /// What build.rs reported.
