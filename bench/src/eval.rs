@@ -213,10 +213,7 @@ fn describe(sc: &polyphony_spec::Scenario) -> String {
     format!(
         "`{}`: {topo}; interval {} s; p99 slowdown SLOs {}{phases}",
         sc.name,
-        // Four significant digits: a drawn interval (the fresh study's) is no float dump.
-        format!("{:.4}", sc.interval_s)
-            .trim_end_matches('0')
-            .trim_end_matches('.'),
+        polyphony_spec::short_number(sc.interval_s),
         slos.join(", ")
     )
 }

@@ -35,26 +35,35 @@ pub fn min_max_fairness(ratios: &[f64]) -> f64 {
     }
 }
 
-/// The metrics of one run.
+/// The metrics of one run. An iteration that measured nothing (a skipped interval: some ratio
+/// or its J not finite) counts as not compliant and is left out of the others.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEvaluation {
     /// [`convergence_iteration`] with k = 3.
     pub convergence: Option<usize>,
-    /// [`hindsight_regret`].
+    /// [`hindsight_regret`] over the iterations with a finite J.
     pub regret: f64,
-    /// [`min_max_fairness`] of the last iteration's ratios.
+    /// [`min_max_fairness`] of the last iteration whose every ratio is finite (NaN if none).
     pub fairness: f64,
-    /// J of the last iteration.
+    /// Which iteration that is.
+    #[serde(default)]
+    pub fairness_iteration: Option<usize>,
+    /// J of the last iteration with a finite J (NaN if none).
     pub final_objective: f64,
 }
 
 /// The metrics of a run given per-iteration ratios and objectives.
 pub fn evaluate_run(ratios: &[Vec<f64>], objectives: &[f64], reference: Option<f64>) -> RunEvaluation {
+    let measured: Vec<f64> = objectives.iter().copied().filter(|j| j.is_finite()).collect();
+    let last = ratios
+        .iter()
+        .rposition(|r| !r.is_empty() && r.iter().all(|x| x.is_finite()));
     RunEvaluation {
         convergence: convergence_iteration(ratios, 3),
-        regret: hindsight_regret(objectives, reference),
-        fairness: ratios.last().map_or(0.0, |r| min_max_fairness(r)),
-        final_objective: objectives.last().copied().unwrap_or(f64::NAN),
+        regret: hindsight_regret(&measured, reference),
+        fairness: last.map_or(f64::NAN, |i| min_max_fairness(&ratios[i])),
+        fairness_iteration: last,
+        final_objective: measured.last().copied().unwrap_or(f64::NAN),
     }
 }
 
@@ -80,6 +89,16 @@ mod tests {
         assert_eq!(convergence_iteration(&[ok.clone(), ok.clone(), ok], 3), Some(0));
         // Exactly 1 meets the SLO.
         assert_eq!(convergence_iteration(&[vec![1.0], vec![1.0], vec![1.0]], 3), Some(0));
+    }
+
+    #[test]
+    fn a_skipped_last_iteration_leaves_the_scores_to_the_last_measured_one() {
+        let run = vec![vec![0.5, 1.0], vec![f64::INFINITY]];
+        let e = evaluate_run(&run, &[2.0, f64::NAN], None);
+        assert_eq!((e.fairness, e.fairness_iteration), (0.5, Some(0)));
+        assert_eq!((e.final_objective, e.regret), (2.0, 0.0));
+        let none = evaluate_run(&[vec![f64::INFINITY]], &[f64::NAN], None);
+        assert!(none.fairness.is_nan() && none.fairness_iteration.is_none() && none.final_objective.is_nan());
     }
 
     #[test]

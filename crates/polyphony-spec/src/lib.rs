@@ -31,7 +31,7 @@ pub use error::{compact_value, SpecError};
 pub use flow::{Flow, FlowId, HostId, QueryId, Workload};
 pub use knobs::{CategoricalSpec, KnobKind, KnobSpace, KnobSpec, Scale, SimplexSpec};
 pub use predict::{ModelError, PerformanceModel};
-pub use scenario::{ClassMix, IncastSpec, LeafSpineSpec, LoadPhase, Scenario, TopologySpec};
+pub use scenario::{short_number, ClassMix, IncastSpec, LeafSpineSpec, LoadPhase, Scenario, TopologySpec};
 pub use sli::{median, percentile, ClassSli, FlowOutcome, IdealFct, QctSli, SliVector};
 pub use trace::{FlowTrace, TRACE_MAGIC};
 pub use units::{BitsPerSec, Bytes, Nanos, Packets};

@@ -45,8 +45,9 @@ pub struct LeafSpineSpec {
 }
 
 /// `x` to four significant digits at most, trailing zeros dropped (20951.4178 → 20951,
-/// 4.00684 → 4.007, 2.5 → 2.5): drawn rates and delays read as numbers, not as float dumps.
-fn short(x: f64) -> String {
+/// 4.00684 → 4.007, 2.5 → 2.5): drawn rates, delays and intervals read as numbers, not as
+/// float dumps.
+pub fn short_number(x: f64) -> String {
     if !x.is_finite() || x == 0.0 {
         return x.to_string();
     }
@@ -69,8 +70,8 @@ impl std::fmt::Display for TopologySpec {
             } => write!(
                 f,
                 "dumbbell, {senders} senders, {} Mbit/s, {} µs per link",
-                short(*rate_mbps),
-                short(*link_delay_us)
+                short_number(*rate_mbps),
+                short_number(*link_delay_us)
             ),
             TopologySpec::LeafSpine(ls) => write!(
                 f,
@@ -78,9 +79,9 @@ impl std::fmt::Display for TopologySpec {
                 ls.racks,
                 ls.hosts_per_rack,
                 ls.spines,
-                short(ls.host_rate_mbps),
-                short(ls.fabric_rate_mbps),
-                short(ls.link_delay_us)
+                short_number(ls.host_rate_mbps),
+                short_number(ls.fabric_rate_mbps),
+                short_number(ls.link_delay_us)
             ),
         }
     }

@@ -14,7 +14,7 @@ use crate::Failure;
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use polyphony_core::{
-    convergence_iteration, evaluate_run, min_max_fairness, ControlStep, Controller, ControllerParams, StepInput,
+    convergence_iteration, evaluate_run, ControlStep, Controller, ControllerParams, RunEvaluation, StepInput,
     StepPolicy, Variant,
 };
 use polyphony_model::{pool, poor_config, ModelKind, SimulatedNetwork, Traffic, WindowModel};
@@ -246,9 +246,8 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     if let Some(mut j) = json {
         j.flush()?;
     }
-    // Regret and final objective over the measured iterations (skipped ones have no J).
-    let measured: Vec<f64> = objectives.iter().copied().filter(|j| j.is_finite()).collect();
-    let metrics = evaluate_run(&ratios_hist, &measured, None);
+    // Skipped iterations count as not compliant and are left out of the other scores.
+    let metrics = evaluate_run(&ratios_hist, &objectives, None);
     let series: Vec<ClassSeries> = scenario
         .classes
         .iter()
@@ -276,7 +275,7 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
             CONVERGENCE_K
         )?,
     }
-    let fairness = final_fairness(&ratios_hist);
+    let fairness = final_fairness(&metrics, ratios_hist.len());
     writeln!(
         out,
         "final objective J = {:.3}, fairness min r / max r = {} (r = SLI / SLO), hindsight regret Σ(J_t − min J) = {:.2}, {} iterations in {:.1} s",
@@ -291,16 +290,12 @@ fn run(scenario: &Scenario, args: &DemoArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Min-max fairness of the last iteration that measured every class (a skipped iteration's
-/// ratios are not finite), naming that iteration when it is not the last.
-fn final_fairness(ratios: &[Vec<f64>]) -> String {
-    match ratios.iter().rposition(|r| r.iter().all(|x| x.is_finite())) {
-        Some(i) if i + 1 == ratios.len() => format!("{:.2}", min_max_fairness(&ratios[i])),
-        Some(i) => format!(
-            "{:.2} (iteration {}, the last measured)",
-            min_max_fairness(&ratios[i]),
-            i + 1
-        ),
+/// The run's fairness, naming its iteration when that is not the last of the `iterations`
+/// (the last was skipped).
+fn final_fairness(m: &RunEvaluation, iterations: usize) -> String {
+    match m.fairness_iteration {
+        Some(i) if i + 1 == iterations => format!("{:.2}", m.fairness),
+        Some(i) => format!("{:.2} (iteration {}, the last measured)", m.fairness, i + 1),
         None => "– (no iteration measured every class)".to_string(),
     }
 }
@@ -369,12 +364,16 @@ mod tests {
     fn the_final_fairness_skips_an_unmeasured_last_iteration() {
         let measured = vec![0.5, 1.0];
         let skipped = vec![f64::INFINITY];
-        assert_eq!(final_fairness(&[skipped.clone(), measured.clone()]), "0.50");
+        let shown = |run: &[Vec<f64>]| {
+            let j: Vec<f64> = run.iter().map(|r| if r.len() > 1 { 1.0 } else { f64::NAN }).collect();
+            final_fairness(&evaluate_run(run, &j, None), run.len())
+        };
+        assert_eq!(shown(&[skipped.clone(), measured.clone()]), "0.50");
         assert_eq!(
-            final_fairness(&[measured, skipped.clone()]),
+            shown(&[measured, skipped.clone()]),
             "0.50 (iteration 1, the last measured)"
         );
-        assert_eq!(final_fairness(&[skipped]), "– (no iteration measured every class)");
+        assert_eq!(shown(&[skipped]), "– (no iteration measured every class)");
     }
 
     #[test]
